@@ -1,0 +1,3 @@
+module github.com/evtctl/evtctl
+
+go 1.26
