@@ -1,0 +1,358 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// snapshot is a consistent view of the committed log for one read. It holds a reference on
+// each segment so that pruning cannot close a file under it; readers keep nothing else.
+type snapshot struct {
+	segs      []segView
+	low       uint64
+	committed uint64
+	newest    cursor.Cursor
+}
+
+type segView struct {
+	s      *segment
+	size   int64
+	count  uint64
+	lastTS int64
+	index  []indexEntry
+}
+
+// pos addresses a record: segment si of the snapshot, record ri within it.
+type pos struct {
+	si int
+	ri uint64
+}
+
+func (a pos) less(b pos) bool { return a.si < b.si || (a.si == b.si && a.ri < b.ri) }
+
+func (l *Log) snapshot() (*snapshot, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.segs == nil {
+		return nil, ErrClosed
+	}
+	sn := &snapshot{low: l.low, committed: l.committed, newest: l.newestLocked()}
+	for _, s := range l.segs {
+		if s.count == 0 || s.lastSeq() < l.low {
+			continue
+		}
+		s.acquire()
+		sn.segs = append(sn.segs, segView{s: s, size: s.size, count: s.count, lastTS: s.lastTS, index: s.index})
+	}
+	return sn, nil
+}
+
+func (sn *snapshot) release() {
+	for _, v := range sn.segs {
+		v.s.release()
+	}
+}
+
+func (v *segView) cursorAt(ri uint64, ts int64) cursor.Cursor {
+	return cursor.New(ts, v.s.base+ri, cursor.NodeWidth)
+}
+
+func (v *segView) lastCursor() cursor.Cursor { return v.cursorAt(v.count-1, v.lastTS) }
+
+func (v *segView) blockEnd(b int) int64 {
+	if b+1 < len(v.index) {
+		return int64(v.index[b+1].off)
+	}
+	return v.size
+}
+
+// readBlocks reads and decodes blocks [b0, b1] of the segment.
+func (v *segView) readBlocks(b0, b1 int) ([]rec, error) {
+	start, end := int64(v.index[b0].off), v.blockEnd(b1)
+	buf := make([]byte, end-start)
+	if _, err := v.s.f.ReadAt(buf, start); err != nil {
+		return nil, fmt.Errorf("read %s: %w", v.s.path, err)
+	}
+	n := (b1 - b0 + 1) * blockRecords
+	recs := make([]rec, 0, n)
+	for len(buf) > 0 {
+		r, err := decodeFrame(buf)
+		if err != nil {
+			return nil, fmt.Errorf("read %s at offset %d: %w", v.s.path, end-int64(len(buf)), err)
+		}
+		recs = append(recs, r)
+		buf = buf[r.size:]
+	}
+	return recs, nil
+}
+
+// start is the position of the first retained record.
+func (sn *snapshot) start() pos {
+	if len(sn.segs) == 0 {
+		return pos{}
+	}
+	v := &sn.segs[0]
+	if sn.low > v.s.base {
+		return pos{0, sn.low - v.s.base}
+	}
+	return pos{}
+}
+
+// end is the position just past the last committed record.
+func (sn *snapshot) end() pos { return pos{len(sn.segs), 0} }
+
+// norm moves a position at the end of a segment to the start of the next.
+func (sn *snapshot) norm(p pos) pos {
+	if p.si < len(sn.segs) && p.ri >= sn.segs[p.si].count {
+		return pos{p.si + 1, 0}
+	}
+	return p
+}
+
+// locate returns the first position whose cursor is after c (strict) or not before c.
+// It costs two binary searches and one block read: O(log n).
+func (sn *snapshot) locate(c cursor.Cursor, strict bool) (pos, error) {
+	past := func(x cursor.Cursor) bool { // x is at or beyond the wanted position
+		if strict {
+			return x.After(c)
+		}
+		return !x.Before(c)
+	}
+	si := sort.Search(len(sn.segs), func(i int) bool { return past(sn.segs[i].lastCursor()) })
+	if si == len(sn.segs) {
+		return sn.end(), nil
+	}
+	v := &sn.segs[si]
+	// Last block whose first record is not yet past c; blocks before it are wholly before.
+	b := sort.Search(len(v.index), func(i int) bool {
+		return past(v.cursorAt(uint64(i)*blockRecords, v.index[i].ts))
+	}) - 1
+	if b < 0 {
+		return pos{si, 0}, nil
+	}
+	recs, err := v.readBlocks(b, b)
+	if err != nil {
+		return pos{}, err
+	}
+	for i, r := range recs {
+		if past(cursor.New(r.ts, r.seq, cursor.NodeWidth)) {
+			return pos{si, uint64(b*blockRecords + i)}, nil
+		}
+	}
+	return sn.norm(pos{si, uint64((b + 1) * blockRecords)}), nil
+}
+
+// visit is called for each record in a scan; it returns false to stop.
+type visit func(r *rec) bool
+
+// chunkBlocks returns how many blocks from b (going up, or down when back) fit in one read.
+func (v *segView) chunkBlocks(b, limit int, back bool) int {
+	n, bytes := 0, int64(0)
+	for {
+		i := b + n
+		if back {
+			i = b - n
+		}
+		if (back && i < limit) || (!back && i > limit) {
+			return n
+		}
+		bytes += v.blockEnd(i) - int64(v.index[i].off)
+		if n > 0 && bytes > readChunk {
+			return n
+		}
+		n++
+	}
+}
+
+// scanForward visits records in [from, to) oldest first.
+func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) error {
+	for si := from.si; si < len(sn.segs) && si <= to.si; si++ {
+		v := &sn.segs[si]
+		lo, hi := uint64(0), v.count
+		if si == from.si {
+			lo = from.ri
+		}
+		if si == to.si {
+			hi = min(hi, to.ri)
+		}
+		if lo >= hi {
+			continue
+		}
+		lastBlock := int((hi - 1) / blockRecords)
+		for b := int(lo / blockRecords); b <= lastBlock; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := v.chunkBlocks(b, lastBlock, false)
+			recs, err := v.readBlocks(b, b+n-1)
+			if err != nil {
+				return err
+			}
+			base := uint64(b * blockRecords)
+			for i := range recs {
+				ri := base + uint64(i)
+				if ri < lo {
+					continue
+				}
+				if ri >= hi {
+					break
+				}
+				if !fn(&recs[i]) {
+					return nil
+				}
+			}
+			b += n
+		}
+	}
+	return nil
+}
+
+// scanBackward visits records in [from, to) newest first.
+func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) error {
+	for si := min(to.si, len(sn.segs)-1); si >= from.si; si-- {
+		v := &sn.segs[si]
+		lo, hi := uint64(0), v.count
+		if si == from.si {
+			lo = from.ri
+		}
+		if si == to.si {
+			hi = min(hi, to.ri)
+		}
+		if lo >= hi {
+			continue
+		}
+		firstBlock := int(lo / blockRecords)
+		for b := int((hi - 1) / blockRecords); b >= firstBlock; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := v.chunkBlocks(b, firstBlock, true)
+			b0 := b - n + 1
+			recs, err := v.readBlocks(b0, b)
+			if err != nil {
+				return err
+			}
+			base := uint64(b0 * blockRecords)
+			for i := len(recs) - 1; i >= 0; i-- {
+				ri := base + uint64(i)
+				if ri >= hi {
+					continue
+				}
+				if ri < lo {
+					break
+				}
+				if !fn(&recs[i]) {
+					return nil
+				}
+			}
+			b = b0 - 1
+		}
+	}
+	return nil
+}
+
+// Read implements Store.
+func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
+	sn, err := l.snapshot()
+	if err != nil {
+		return Page{}, err
+	}
+	defer sn.release()
+	page := Page{Newest: sn.newest}
+	if len(sn.segs) == 0 {
+		return page, nil
+	}
+	if page.Oldest, err = l.oldestIn(sn); err != nil {
+		return Page{}, err
+	}
+	from, to := sn.start(), sn.end()
+	if !q.After.IsZero() {
+		p, err := sn.locate(q.After, true)
+		if err != nil {
+			return Page{}, err
+		}
+		if from.less(p) {
+			from = p
+		}
+	}
+	if !q.Before.IsZero() {
+		p, err := sn.locate(q.Before, false)
+		if err != nil {
+			return Page{}, err
+		}
+		if p.less(to) {
+			to = p
+		}
+	}
+	if !from.less(to) {
+		return page, nil
+	}
+	limit := max(q.Max, 1)
+	page.Items = make([]Item, 0, min(limit, 64))
+	fn := func(r *rec) bool {
+		if q.Match != nil && !q.Match(r.json) {
+			return true
+		}
+		if len(page.Items) == limit {
+			page.More = true
+			return false
+		}
+		page.Items = append(page.Items, Item{
+			Cursor: cursor.New(r.ts, r.seq, cursor.NodeWidth),
+			Type:   string(r.typ),
+			JSON:   r.json,
+		})
+		return true
+	}
+	if q.Ascending {
+		err = sn.scanForward(ctx, from, to, fn)
+	} else {
+		err = sn.scanBackward(ctx, from, to, fn)
+	}
+	if err != nil {
+		return Page{}, err
+	}
+	return page, nil
+}
+
+// oldest returns the cursor of the oldest retained item.
+func (l *Log) oldest() cursor.Cursor {
+	sn, err := l.snapshot()
+	if err != nil {
+		return cursor.Cursor{}
+	}
+	defer sn.release()
+	c, _ := l.oldestIn(sn)
+	return c
+}
+
+// oldestIn finds the cursor of the snapshot's first record, cached per low mark.
+func (l *Log) oldestIn(sn *snapshot) (cursor.Cursor, error) {
+	if len(sn.segs) == 0 {
+		return cursor.Cursor{}, nil
+	}
+	l.mu.RLock()
+	c, at := l.oldestC, l.oldestAt
+	l.mu.RUnlock()
+	if at == sn.low && !c.IsZero() {
+		return c, nil
+	}
+	p := sn.start()
+	v := &sn.segs[p.si]
+	b := int(p.ri / blockRecords)
+	recs, err := v.readBlocks(b, b)
+	if err != nil {
+		return cursor.Cursor{}, err
+	}
+	r := recs[p.ri%blockRecords]
+	c = cursor.New(r.ts, r.seq, cursor.NodeWidth)
+	l.mu.Lock()
+	if l.low == sn.low {
+		l.oldestC, l.oldestAt = c, sn.low
+	}
+	l.mu.Unlock()
+	return c, nil
+}

@@ -1,0 +1,180 @@
+package eventlog
+
+import (
+	"context"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// Retention moves the low mark: items below it are gone for readers at once. Whole
+// segments below it are closed and deleted later by the pruner, outside the lock, so
+// appends never wait for file deletion.
+
+// setLowLocked raises the low mark; l.mu must be held for writing.
+func (l *Log) setLowLocked(v uint64) {
+	v = min(v, l.committed+1)
+	if v <= l.low {
+		return
+	}
+	l.low = v
+	if len(l.segs) > 1 && l.segs[0].count > 0 && l.segs[0].lastSeq() < v {
+		select {
+		case l.pruneC <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// applyCaps enforces the item and byte limits; l.mu must be held for writing (or the log
+// not yet shared). It does no I/O.
+func (l *Log) applyCaps() {
+	if m := l.opts.MaxItems; m > 0 && l.committed >= l.low && l.committed-l.low+1 > m {
+		l.setLowLocked(l.committed - m + 1)
+	}
+	if l.opts.MaxBytes <= 0 {
+		return
+	}
+	var total int64
+	for _, s := range l.segs {
+		if s.count > 0 && s.lastSeq() >= l.low {
+			total += s.size - segHeaderSize - bytesBefore(s, l.low)
+		}
+	}
+	excess := total - l.opts.MaxBytes
+	for _, s := range l.segs {
+		if excess <= 0 {
+			return
+		}
+		if s.count == 0 || s.lastSeq() < l.low {
+			continue
+		}
+		startOff := segHeaderSize + bytesBefore(s, l.low)
+		if remain := s.size - startOff; excess >= remain {
+			excess -= remain
+			l.setLowLocked(s.lastSeq() + 1)
+			continue
+		}
+		target := startOff + excess
+		b := sort.Search(len(s.index), func(i int) bool { return int64(s.index[i].off) >= target })
+		if b == len(s.index) {
+			l.setLowLocked(s.lastSeq() + 1)
+		} else {
+			l.setLowLocked(s.base + uint64(b)*blockRecords)
+		}
+		return
+	}
+}
+
+// applyWindow drops items older than the time window.
+func (l *Log) applyWindow() error {
+	if l.opts.Window <= 0 {
+		return nil
+	}
+	cutoff := l.now().Add(-l.opts.Window).UnixNano()
+	sn, err := l.snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.release()
+	var newLow uint64
+	switch {
+	case len(sn.segs) == 0:
+		return nil
+	case sn.newest.TS < cutoff:
+		newLow = sn.committed + 1
+	default:
+		p, err := sn.locate(cursor.New(cutoff-1, ^uint64(0), cursor.NodeWidth), true)
+		if err != nil {
+			return err
+		}
+		if p.si >= len(sn.segs) {
+			newLow = sn.committed + 1
+		} else {
+			newLow = sn.segs[p.si].s.base + p.ri
+		}
+	}
+	l.mu.Lock()
+	l.setLowLocked(newLow)
+	l.mu.Unlock()
+	return nil
+}
+
+// pruner applies the time window every second and deletes segments wholly below the low
+// mark. The newest segment is always kept: it carries the sequence and timestamp that new
+// cursors continue from.
+func (l *Log) pruner() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-t.C:
+			if err := l.applyWindow(); err != nil {
+				l.log.Warn("eventlog: applying the retention window", "err", err)
+			}
+		case <-l.pruneC:
+		}
+		l.deleteDead()
+	}
+}
+
+func (l *Log) deleteDead() {
+	var dead []*segment
+	l.mu.Lock()
+	for len(l.segs) > 1 && (l.segs[0].count == 0 || l.segs[0].lastSeq() < l.low) {
+		dead = append(dead, l.segs[0])
+		l.segs = l.segs[1:]
+	}
+	l.mu.Unlock()
+	for _, s := range dead {
+		s.release()
+		if s.path != "" {
+			if err := os.Remove(s.path); err != nil {
+				l.log.Warn("eventlog: removing a pruned segment", "file", s.path, "err", err)
+			}
+			_ = os.Remove(idxPath(s.path))
+		}
+	}
+}
+
+// rebuildDedupe reloads the keys of the dedupe window from the log's tail, on open.
+func (l *Log) rebuildDedupe() error {
+	if l.opts.DedupeWindow < 0 || l.committed == 0 {
+		return nil
+	}
+	sn, err := l.snapshot()
+	if err != nil {
+		return err
+	}
+	defer sn.release()
+	if len(sn.segs) == 0 {
+		return nil
+	}
+	now := l.now().UnixNano()
+	from, err := sn.locate(cursor.New(now-int64(l.opts.DedupeWindow)-1, ^uint64(0), cursor.NodeWidth), true)
+	if err != nil {
+		return err
+	}
+	// No more than DedupeMax keys: skip to the last ones.
+	var total uint64
+	for si := len(sn.segs) - 1; si >= from.si && si >= 0; si-- {
+		v := &sn.segs[si]
+		lo := uint64(0)
+		if si == from.si {
+			lo = from.ri
+		}
+		if total+v.count-lo > uint64(l.opts.DedupeMax) {
+			from = pos{si, v.count - (uint64(l.opts.DedupeMax) - total)}
+			break
+		}
+		total += v.count - lo
+	}
+	return sn.scanForward(context.Background(), from, sn.end(), func(r *rec) bool {
+		l.dedupe.add(r.key, cursor.New(r.ts, r.seq, cursor.NodeWidth), r.ts)
+		return true
+	})
+}
