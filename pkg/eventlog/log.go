@@ -77,7 +77,7 @@ type Log struct {
 
 	// writer-owned state
 	wact    *segment // the segment taking appends
-	wnext   uint64 // next sequence to assign
+	wnext   uint64   // next sequence to assign
 	wlastTS int64
 	wsize   int64 // bytes written to the active segment
 	wcount  uint64
@@ -320,13 +320,13 @@ func baseFromName(path string) (uint64, error) {
 // complete append.
 func scanSegment(s *segment, size int64) (int64, error) {
 	var (
-		buf             []byte
-		bufOff          = int64(segHeaderSize)
-		off             = int64(segHeaderSize)
-		good            = off
-		count, goodCnt  uint64
-		lastTS, goodTS  = s.floorTS, s.floorTS
-		index           []indexEntry
+		buf            []byte
+		bufOff         = int64(segHeaderSize)
+		off            = int64(segHeaderSize)
+		good           = off
+		count, goodCnt uint64
+		lastTS, goodTS = s.floorTS, s.floorTS
+		index          []indexEntry
 	)
 	for {
 		rel := int(off - bufOff)

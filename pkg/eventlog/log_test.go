@@ -359,7 +359,7 @@ func TestRetentionMaxBytes(t *testing.T) {
 
 type clock struct{ ns atomic.Int64 }
 
-func (c *clock) now() time.Time       { return time.Unix(0, c.ns.Load()) }
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 func TestRetentionWindow(t *testing.T) {
