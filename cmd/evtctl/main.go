@@ -1,0 +1,26 @@
+// Command evtctl produces, tails and replays events, and runs an event log node.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes one command line and returns its exit status.
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	streams := iostreams.System()
+	root := newRootCmd(streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(streams, err, ctx)
+}

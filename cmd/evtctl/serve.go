@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/server"
+)
+
+// defaultListen is where `evtctl serve` listens and where the other commands look for a node.
+const defaultListen = "127.0.0.1:7480"
+
+type serveOptions struct {
+	streams *iostreams.IOStreams
+
+	Listen        string
+	AddrFile      string
+	DataDir       string
+	Memory        bool
+	Window        time.Duration
+	MaxItems      uint64
+	MaxBytes      byteSize
+	DedupeWindow  time.Duration
+	Sync          string
+	PageDefault   int
+	PageMax       int
+	WaitDefault   time.Duration
+	WaitMax       time.Duration
+	MaxBody       byteSize
+	MaxWaiters    int
+	ReadToken     string
+	IngestToken   string
+	TLSCert       string
+	TLSKey        string
+	HeaderTimeout time.Duration
+	LogFormat     string
+	LogLevel      string
+}
+
+func newCmdServe(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &serveOptions{streams: streams, MaxBytes: 1 << 30, MaxBody: 8 << 20}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run an event log node that serves the events API",
+		Long: `Run an evtctl node: a durable log of CloudEvents that serves the "events" method of
+Tendermint's ADR-075 and takes events over HTTP.
+
+With no flags it listens on ` + defaultListen + ` and keeps its log in
+` + defaultDataDirHelp() + `.
+An event is acknowledged only once it is on disk (fsync, shared by the appends that arrive
+together), so an acknowledged event survives a crash of the node or of the machine.
+
+Tokens may also be given in EVTCTL_READ_TOKEN and EVTCTL_INGEST_TOKEN, which keeps them out
+of process listings.`,
+		Example: `  evtctl serve
+  evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
+  evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.Memory && cmd.Flags().Changed("data-dir") {
+				return usagef("--memory and --data-dir cannot be used together")
+			}
+			if (opts.TLSCert == "") != (opts.TLSKey == "") {
+				return usagef("--tls-cert and --tls-key go together")
+			}
+			switch opts.Sync {
+			case "always", "none":
+			default:
+				return usagef("--sync must be always or none, got %q", opts.Sync)
+			}
+			if opts.ReadToken == "" {
+				opts.ReadToken = os.Getenv("EVTCTL_READ_TOKEN")
+			}
+			if opts.IngestToken == "" {
+				opts.IngestToken = os.Getenv("EVTCTL_INGEST_TOKEN")
+			}
+			if opts.DataDir == "" && !opts.Memory {
+				dir, err := defaultDataDir()
+				if err != nil {
+					return fmt.Errorf("finding a data directory: %w (give one with --data-dir, or use --memory)", err)
+				}
+				opts.DataDir = dir
+			}
+			return runServe(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Listen, "listen", defaultListen, "address to listen on (host:port; port 0 picks a free one)")
+	f.StringVar(&opts.AddrFile, "addr-file", "", "write the address the node listens on to this file once it is ready")
+	f.StringVar(&opts.DataDir, "data-dir", "", "directory of the durable log (default "+defaultDataDirHelp()+")")
+	f.BoolVar(&opts.Memory, "memory", false, "keep the log in memory only: nothing survives a restart")
+	f.DurationVar(&opts.Window, "window", 7*24*time.Hour, "drop events older than this (0 keeps them regardless of age)")
+	f.Uint64Var(&opts.MaxItems, "max-items", 0, "keep at most this many events (0: no limit)")
+	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
+	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
+	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
+	f.IntVar(&opts.PageDefault, "page-default", 10, "events per page when a request asks for none")
+	f.IntVar(&opts.PageMax, "page-max", 100, "most events per page")
+	f.DurationVar(&opts.WaitDefault, "wait-default", time.Second, "long-poll wait when a request gives none")
+	f.DurationVar(&opts.WaitMax, "wait-max", 30*time.Second, "longest long-poll wait")
+	f.Var(&opts.MaxBody, "max-body", "largest ingest request body")
+	f.IntVar(&opts.MaxWaiters, "max-waiters", 20000, "most long-polls waiting at once; more get a busy error")
+	f.StringVar(&opts.ReadToken, "read-token", "", "require this bearer token to read events and metrics")
+	f.StringVar(&opts.IngestToken, "ingest-token", "", "require this bearer token to send events")
+	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	f.StringVar(&opts.TLSKey, "tls-key", "", "private key for --tls-cert (PEM)")
+	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
+	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// defaultDataDir is under the user's state directory: $XDG_STATE_HOME/evtctl/node or
+// ~/.local/state/evtctl/node; ~/Library/Application Support/evtctl/node on macOS;
+// %LocalAppData%\evtctl\node on Windows.
+func defaultDataDir() (string, error) {
+	switch runtime.GOOS {
+	case "windows":
+		if d := os.Getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "evtctl", "node"), nil
+		}
+	case "darwin":
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(home, "Library", "Application Support", "evtctl", "node"), nil
+	default:
+		if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+			return filepath.Join(d, "evtctl", "node"), nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "evtctl", "node"), nil
+}
+
+func defaultDataDirHelp() string {
+	switch runtime.GOOS {
+	case "windows":
+		return `%LocalAppData%\evtctl\node`
+	case "darwin":
+		return "~/Library/Application Support/evtctl/node"
+	}
+	return "$XDG_STATE_HOME/evtctl/node, or ~/.local/state/evtctl/node"
+}
+
+func newLogger(w *iostreams.IOStreams, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level: %v", err)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w.ErrOut, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w.ErrOut, ho)), nil
+	}
+	return nil, usagef("--log-format must be text or json, got %q", format)
+}
+
+func runServe(ctx context.Context, opts *serveOptions) error {
+	logger, err := newLogger(opts.streams, opts.LogFormat, opts.LogLevel)
+	if err != nil {
+		return err
+	}
+	lopts := eventlog.Options{
+		Window:       opts.Window,
+		MaxItems:     opts.MaxItems,
+		MaxBytes:     int64(opts.MaxBytes),
+		DedupeWindow: opts.DedupeWindow,
+		Logger:       logger,
+	}
+	if opts.DedupeWindow == 0 {
+		lopts.DedupeWindow = -1
+	}
+	if opts.Sync == "none" {
+		lopts.Sync = eventlog.SyncNone
+	}
+	if !opts.Memory {
+		lopts.Dir = opts.DataDir
+	}
+	store, err := eventlog.Open(lopts)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	srv := server.New(server.Config{
+		Store:        store,
+		DefaultItems: opts.PageDefault,
+		MaxItems:     opts.PageMax,
+		DefaultWait:  opts.WaitDefault,
+		MaxWait:      opts.WaitMax,
+		MaxBody:      int64(opts.MaxBody),
+		MaxWaiters:   opts.MaxWaiters,
+		ReadToken:    opts.ReadToken,
+		IngestToken:  opts.IngestToken,
+		Logger:       logger,
+		Version:      versionString(),
+	})
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", opts.Listen, err)
+	}
+	hs := srv.HTTPServer(opts.Listen, opts.HeaderTimeout)
+	scheme := "http"
+	if opts.TLSCert != "" {
+		scheme = "https"
+	}
+	addr := ln.Addr().String()
+	where := "memory (nothing survives a restart)"
+	if !opts.Memory {
+		where = opts.DataDir
+	}
+	st := store.Stats()
+	logger.Info("evtctl node listening", "url", scheme+"://"+addr, "log", where, "events", st.Items, "newest", st.Newest.String())
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && (opts.ReadToken == "" || opts.IngestToken == "") {
+		logger.Warn("listening beyond this machine without --read-token and --ingest-token: anyone who can reach it can read or send events")
+	}
+	if opts.AddrFile != "" {
+		if err := os.WriteFile(opts.AddrFile, []byte(addr+"\n"), 0o644); err != nil {
+			ln.Close()
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+	}
+
+	errc := make(chan error, 1)
+	go func() {
+		if opts.TLSCert != "" {
+			errc <- hs.ServeTLS(ln, opts.TLSCert, opts.TLSKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: waking waiting readers and finishing requests in progress")
+	srv.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
+	}
+	if err := store.Close(); err != nil {
+		return fmt.Errorf("closing the event log: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+

@@ -1,0 +1,655 @@
+// Package server is the node's HTTP API: the `events` method of Tendermint's ADR-075 over
+// JSON-RPC and GET, CloudEvents ingest, Evented API signals, health and metrics.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/evtctl/evtctl/pkg/cevent"
+	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/filter"
+)
+
+// Config configures a Server. Zero values take the defaults noted.
+type Config struct {
+	Store        eventlog.Store
+	DefaultItems int           // items per page when a request asks for none; default 10
+	MaxItems     int           // cap on items per page; default 100
+	DefaultWait  time.Duration // long-poll wait when a request gives none; default 1s
+	MaxWait      time.Duration // cap on long-poll waits; default 30s
+	MaxBody      int64         // cap on an ingest request body; default 8 MiB
+	MaxRPCBody   int64         // cap on a JSON-RPC request body; default 1 MiB
+	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
+	MaxWaiters   int           // long-polls waiting at once; default 20,000
+	MaxIngest    int           // ingest requests in progress at once; default 4 × GOMAXPROCS... 64
+	ReadToken    string        // bearer token for reading (events, metrics); "" = open
+	IngestToken  string        // bearer token for ingest and signals; "" = open
+	Logger       *slog.Logger
+	Version      string
+}
+
+// Server is an http.Handler serving the node's API.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	metrics  *metrics
+	quit     chan struct{}
+	quitOnce sync.Once
+	waiters  atomic.Int64
+	ingest   chan struct{} // semaphore
+	limits   cevent.Limits
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.DefaultItems <= 0 {
+		cfg.DefaultItems = 10
+	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = 100
+	}
+	if cfg.DefaultWait <= 0 {
+		cfg.DefaultWait = time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 30 * time.Second
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	if cfg.MaxRPCBody <= 0 {
+		cfg.MaxRPCBody = 1 << 20
+	}
+	if cfg.MaxEventSize <= 0 {
+		cfg.MaxEventSize = 64 << 10
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = 20_000
+	}
+	if cfg.MaxIngest <= 0 {
+		cfg.MaxIngest = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		mux:    http.NewServeMux(),
+		quit:   make(chan struct{}),
+		ingest: make(chan struct{}, cfg.MaxIngest),
+		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
+	}
+	s.metrics = newMetrics(s)
+	s.route("POST /{$}", "rpc", s.read(s.handleRPC))
+	s.route("GET /events", "events_get", s.read(s.handleGetEvents))
+	s.route("POST /events", "ingest", s.write(s.handleIngest))
+	s.route("OPTIONS /events", "ingest_options", http.HandlerFunc(cevent.HandleWebhookOptions))
+	s.route("/signal/{entity}", "signal", s.write(s.handleSignal))
+	s.route("GET /healthz", "healthz", http.HandlerFunc(s.handleHealth))
+	s.route("GET /metrics", "metrics", s.read(s.metrics.handler()))
+	s.route("GET /{$}", "index", http.HandlerFunc(s.handleIndex))
+	return s
+}
+
+func (s *Server) route(pattern, name string, h http.Handler) {
+	s.mux.Handle(pattern, s.metrics.instrument(name, h))
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Shutdown wakes every waiting long-poll, which answers at once with what it has. Call it
+// before http.Server.Shutdown so that waiting readers do not hold shutdown up.
+func (s *Server) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
+
+// Waiters is the number of long-polls waiting now.
+func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// --- auth -------------------------------------------------------------------------------
+
+func (s *Server) read(h http.HandlerFunc) http.Handler  { return s.auth(s.cfg.ReadToken, h) }
+func (s *Server) write(h http.HandlerFunc) http.Handler { return s.auth(s.cfg.IngestToken, h) }
+
+func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("Authorization")
+		if got == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl"`)
+			writeError(w, http.StatusUnauthorized, "this node requires a bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "the bearer token is not valid for this endpoint")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// --- plain JSON replies -----------------------------------------------------------------
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the reply failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Index *int   `json:"index,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+func retryAfter(w http.ResponseWriter, seconds int) {
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
+		if err := f.Failed(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failed", "error": err.Error()})
+			return
+		}
+	}
+	select {
+	case <-s.quit:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		return
+	default:
+	}
+	st := s.cfg.Store.Stats()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "version": s.cfg.Version,
+		"items": st.Items, "oldest": st.Oldest, "newest": st.Newest,
+	})
+}
+
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "evtctl node %s\n\n"+
+		"POST /              JSON-RPC 2.0, method \"events\" (Tendermint ADR-075)\n"+
+		"GET  /events        the events method by query string\n"+
+		"POST /events        CloudEvents ingest: binary, structured or batch\n"+
+		"/signal/<entity>    Evented API signals\n"+
+		"GET  /healthz       health\n"+
+		"GET  /metrics       Prometheus metrics\n", s.cfg.Version)
+}
+
+// --- events -------------------------------------------------------------------------------
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty"`
+}
+
+// JSON-RPC error codes, as a Tendermint node uses them.
+const (
+	codeParse          = -32700
+	codeInvalidRequest = -32600
+	codeNoMethod       = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+	codeBusy           = -32000 // evtctl: too many waiting readers; retry
+)
+
+func newRPCError(code int, data string) *rpcError {
+	msg := map[int]string{
+		codeParse: "Parse error", codeInvalidRequest: "Invalid Request", codeNoMethod: "Method not found",
+		codeInvalidParams: "Invalid params", codeInternal: "Internal error", codeBusy: "Server busy",
+	}[code]
+	return &rpcError{Code: code, Message: msg, Data: data}
+}
+
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRPCBody))
+	if err != nil {
+		if tooLarge(err) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxRPCBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return
+	}
+	body = bytes.TrimSpace(body)
+	var out bytes.Buffer
+	if len(body) > 0 && body[0] == '[' {
+		var reqs []json.RawMessage
+		if err := json.Unmarshal(body, &reqs); err != nil {
+			s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
+			return
+		}
+		if len(reqs) == 0 {
+			s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "an empty batch"))
+			return
+		}
+		if len(reqs) > 16 {
+			s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
+			return
+		}
+		out.WriteByte('[')
+		for i, raw := range reqs {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			s.call(r.Context(), &out, raw)
+		}
+		out.WriteByte(']')
+		writeRaw(w, out.Bytes())
+		return
+	}
+	s.call(r.Context(), &out, body)
+	writeRaw(w, out.Bytes())
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Server) writeRPC(w http.ResponseWriter, out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
+	appendRPC(out, id, result, e)
+	writeRaw(w, out.Bytes())
+}
+
+// appendRPC writes one JSON-RPC response object.
+func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out.WriteString(`{"jsonrpc":"2.0","id":`)
+	out.Write(id)
+	if e != nil {
+		b, _ := json.Marshal(e)
+		out.WriteString(`,"error":`)
+		out.Write(b)
+	} else {
+		out.WriteString(`,"result":`)
+		out.Write(result)
+	}
+	out.WriteByte('}')
+}
+
+// call answers one JSON-RPC request object.
+func (s *Server) call(ctx context.Context, out *bytes.Buffer, raw []byte) {
+	var req rpcRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(raw) {
+			appendRPC(out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
+		} else {
+			appendRPC(out, nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error()))
+		}
+		return
+	}
+	if req.JSONRPC != "2.0" {
+		appendRPC(out, req.ID, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`))
+		return
+	}
+	if req.Method != "events" {
+		appendRPC(out, req.ID, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method)))
+		return
+	}
+	p, err := decodeParams(req.Params)
+	if err != nil {
+		appendRPC(out, req.ID, nil, newRPCError(codeInvalidParams, err.Error()))
+		return
+	}
+	result, rerr := s.events(ctx, p)
+	if rerr != nil {
+		appendRPC(out, req.ID, nil, rerr)
+		return
+	}
+	appendRPC(out, req.ID, result, nil)
+}
+
+func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
+	p, err := paramsFromQuery(r.URL.Query())
+	var result []byte
+	var rerr *rpcError
+	if err != nil {
+		rerr = newRPCError(codeInvalidParams, err.Error())
+	} else {
+		result, rerr = s.events(r.Context(), p)
+	}
+	if rerr != nil {
+		// As Tendermint does for GET: the bare error object, with HTTP 200.
+		b, _ := json.Marshal(rerr)
+		writeRaw(w, b)
+		return
+	}
+	writeRaw(w, result)
+}
+
+// events runs the method: it compiles the filter once, reads a page, and, with no `before`
+// and nothing to return yet, waits for the head to move until the wait runs out.
+func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError) {
+	q := eventlog.Query{Ascending: p.Ascending}
+	var err error
+	if q.After, err = cursor.Parse(p.After); err != nil {
+		return nil, newRPCError(codeInternal, err.Error())
+	}
+	if q.Before, err = cursor.Parse(p.Before); err != nil {
+		return nil, newRPCError(codeInternal, err.Error())
+	}
+	if p.Query != "" {
+		fq, err := filter.Compile(p.Query)
+		if err != nil {
+			return nil, newRPCError(codeInternal, "invalid filter query: "+err.Error())
+		}
+		if !fq.MatchesAll() {
+			q.Match = fq.MatchJSON
+		}
+	}
+	q.Max = p.MaxItems
+	if q.Max <= 0 {
+		q.Max = s.cfg.DefaultItems
+	}
+	q.Max = min(q.Max, s.cfg.MaxItems)
+	wait := p.Wait
+	if wait <= 0 {
+		wait = s.cfg.DefaultWait
+	}
+	wait = min(wait, s.cfg.MaxWait)
+
+	var timer *time.Timer
+	waiting := false
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if waiting {
+			s.waiters.Add(-1)
+		}
+	}()
+	for {
+		changed := s.cfg.Store.Changed()
+		page, err := s.cfg.Store.Read(ctx, q)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, newRPCError(codeInternal, "request cancelled")
+			}
+			s.log.Error("reading the event log", "err", err)
+			return nil, newRPCError(codeInternal, "reading the event log failed: "+err.Error())
+		}
+		if len(page.Items) > 0 || !q.Before.IsZero() {
+			return encodePage(page, p.Ascending), nil
+		}
+		if timer == nil {
+			if n := s.waiters.Add(1); n > int64(s.cfg.MaxWaiters) {
+				s.waiters.Add(-1)
+				return nil, newRPCError(codeBusy, fmt.Sprintf("more than %d readers are waiting; retry shortly", s.cfg.MaxWaiters))
+			}
+			waiting = true
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return encodePage(page, p.Ascending), nil
+		case <-s.quit:
+			return encodePage(page, p.Ascending), nil
+		case <-ctx.Done():
+			return nil, newRPCError(codeInternal, "request cancelled")
+		}
+	}
+}
+
+// encodePage writes the result object by hand: each item's data is the stored CloudEvent
+// JSON, copied as is rather than decoded and encoded again.
+func encodePage(p eventlog.Page, ascending bool) []byte {
+	n := 64
+	for _, it := range p.Items {
+		n += len(it.JSON) + len(it.Type) + 64
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"items":[`...)
+	for i, it := range p.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"cursor":"`...)
+		b = append(b, it.Cursor.String()...)
+		b = append(b, `","event":`...)
+		b = appendJSONString(b, it.Type)
+		b = append(b, `,"data":`...)
+		b = append(b, it.JSON...)
+		b = append(b, '}')
+	}
+	b = append(b, `],"more":`...)
+	b = strconv.AppendBool(b, p.More)
+	b = append(b, `,"oldest":"`...)
+	b = append(b, p.Oldest.String()...)
+	b = append(b, `","newest":"`...)
+	b = append(b, p.Newest.String()...)
+	b = append(b, '"')
+	if ascending {
+		b = append(b, `,"order":"asc"`...)
+	}
+	return append(b, '}')
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// --- ingest -------------------------------------------------------------------------------
+
+// ingestResult is one event's answer in an ingest reply.
+type ingestResult struct {
+	Cursor    string `json:"cursor"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+func tooLarge(err error) bool {
+	var mb *http.MaxBytesError
+	return errors.As(err, &mb)
+}
+
+// acquireIngest takes an ingest slot, waiting briefly; false means the node is saturated.
+func (s *Server) acquireIngest(ctx context.Context) bool {
+	select {
+	case s.ingest <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(250 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case s.ingest <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (s *Server) readIngestBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		if tooLarge(err) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes; send fewer events per batch", s.cfg.MaxBody))
+		} else {
+			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
+	if !s.acquireIngest(r.Context()) {
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
+		return
+	}
+	defer func() { <-s.ingest }()
+	body, ok := s.readIngestBody(w, r)
+	if !ok {
+		return
+	}
+	events, err := cevent.DecodeRequest(r.Header, body, s.limits)
+	if err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	batch := isBatch(r.Header.Get("Content-Type"))
+	results, ok := s.appendEvents(w, r, events)
+	if !ok {
+		return
+	}
+	if batch {
+		writeJSON(w, http.StatusOK, map[string]any{"count": len(results), "results": results})
+		return
+	}
+	writeJSON(w, http.StatusOK, results[0])
+}
+
+func isBatch(contentType string) bool {
+	ct := strings.ToLower(strings.TrimSpace(contentType))
+	return strings.HasPrefix(ct, "application/cloudevents-batch")
+}
+
+func writeDecodeError(w http.ResponseWriter, err error) {
+	var ce *cevent.Error
+	if errors.As(err, &ce) {
+		body := errorBody{Error: ce.Msg}
+		if ce.Index >= 0 {
+			i := ce.Index
+			body.Index = &i
+		}
+		if ce.Status == http.StatusUnsupportedMediaType {
+			w.Header().Set("Accept-Post", "application/cloudevents+json, application/cloudevents-batch+json, any type with ce- headers")
+		}
+		writeJSON(w, ce.Status, body)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err.Error())
+}
+
+// appendEvents stores decoded events and reports their cursors; on failure it has answered.
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []cevent.Event) ([]ingestResult, bool) {
+	entries := make([]eventlog.Entry, len(events))
+	for i, e := range events {
+		entries[i] = eventlog.Entry{Type: e.Type, Source: e.Source, ID: e.ID, JSON: e.JSON}
+	}
+	res, err := s.cfg.Store.Append(r.Context(), entries)
+	if err != nil {
+		switch {
+		case r.Context().Err() != nil:
+			// The client has gone; nothing to answer.
+		case errors.Is(err, eventlog.ErrClosed):
+			retryAfter(w, 2)
+			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
+		default:
+			s.log.Error("appending to the event log", "err", err)
+			retryAfter(w, 5)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events: "+err.Error())
+		}
+		return nil, false
+	}
+	out := make([]ingestResult, len(res))
+	for i, a := range res {
+		out[i] = ingestResult{Cursor: a.Cursor.String(), Duplicate: a.Duplicate}
+	}
+	s.metrics.ingested.Add(float64(len(res)))
+	return out, true
+}
+
+func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost:
+	case http.MethodOptions:
+		cevent.HandleWebhookOptions(w, r)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, OPTIONS")
+		writeError(w, http.StatusMethodNotAllowed, "signals are sent with POST (form or JSON) or GET (query string)")
+		return
+	}
+	if !s.acquireIngest(r.Context()) {
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
+		return
+	}
+	defer func() { <-s.ingest }()
+	body, ok := s.readIngestBody(w, r)
+	if !ok {
+		return
+	}
+	e, err := cevent.FromSignal(r.PathValue("entity"), r, body, s.limits, func() string { return uuid.NewString() })
+	if err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	res, ok := s.appendEvents(w, r, []cevent.Event{e})
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"cursor": res[0].Cursor, "duplicate": res[0].Duplicate, "id": e.ID, "type": e.Type})
+}
+
+// HTTPServer wraps s in an http.Server with limits against slow or greedy clients: headers
+// must arrive within headerTimeout, bodies within a minute, and a reply may take the longest
+// long-poll plus a margin.
+func (s *Server) HTTPServer(addr string, headerTimeout time.Duration) *http.Server {
+	if headerTimeout <= 0 {
+		headerTimeout = 5 * time.Second
+	}
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s,
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      s.cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}
