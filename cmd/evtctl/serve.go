@@ -266,4 +266,3 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	logger.Info("stopped")
 	return nil
 }
-
