@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/server"
+)
+
+// TestMain lets the test binary stand in for evtctl: in scripts (through testscript) and
+// when a test starts it as a child process with EVTCTL_TEST_AS_MAIN=1.
+func TestMain(m *testing.M) {
+	if os.Getenv("EVTCTL_TEST_AS_MAIN") == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	testscript.Main(m, map[string]func(){
+		"evtctl": func() { os.Exit(run(os.Args[1:])) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"node":     cmdNode,
+			"http":     cmdHTTP,
+			"ingest":   cmdIngest,
+			"waitaddr": cmdWaitAddr,
+			"jsonvar":  cmdJSONVar,
+		},
+	})
+}
+
+// cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it.
+//
+//	node [-max-items N] [-read-token T] [-ingest-token T] [-dir DIR] [-wait-max D]
+func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! node")
+	}
+	var lopts eventlog.Options
+	cfg := server.Config{}
+	for i := 0; i < len(args); i++ {
+		if i+1 >= len(args) {
+			ts.Fatalf("node: %s needs a value", args[i])
+		}
+		v := args[i+1]
+		switch args[i] {
+		case "-max-items":
+			n, err := strconv.ParseUint(v, 10, 64)
+			ts.Check(err)
+			lopts.MaxItems = n
+		case "-read-token":
+			cfg.ReadToken = v
+		case "-ingest-token":
+			cfg.IngestToken = v
+		case "-dir":
+			lopts.Dir = ts.MkAbs(v)
+		case "-wait-max":
+			d, err := time.ParseDuration(v)
+			ts.Check(err)
+			cfg.MaxWait = d
+		default:
+			ts.Fatalf("node: unknown flag %s", args[i])
+		}
+		i++
+	}
+	store, err := eventlog.Open(lopts)
+	ts.Check(err)
+	cfg.Store = store
+	srv := server.New(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	hs := srv.HTTPServer(ln.Addr().String(), 2*time.Second)
+	go hs.Serve(ln)
+	ts.Setenv("EVTCTL_NODE", "http://"+ln.Addr().String())
+	ts.Defer(func() {
+		srv.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		store.Close()
+	})
+}
+
+// cmdHTTP sends a request and prints the body on stdout and "status N" on stderr.
+//
+//	http [-H 'Name: value']... METHOD URL [BODYFILE]
+func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	hdr := http.Header{}
+	for len(args) >= 2 && args[0] == "-H" {
+		k, v, ok := strings.Cut(args[1], ":")
+		if !ok {
+			ts.Fatalf("http: header %q has no colon", args[1])
+		}
+		hdr.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		args = args[2:]
+	}
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: http [-H 'Name: value']... METHOD URL [BODYFILE]")
+	}
+	var body io.Reader
+	if len(args) == 3 {
+		body = strings.NewReader(ts.ReadFile(args[2]))
+	}
+	req, err := http.NewRequest(args[0], os.Expand(args[1], ts.Getenv), body)
+	ts.Check(err)
+	req.Header = hdr
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if neg {
+			return
+		}
+		ts.Fatalf("http: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	fmt.Fprintf(ts.Stdout(), "%s", b)
+	fmt.Fprintf(ts.Stderr(), "status %d\n", resp.StatusCode)
+	for _, k := range []string{"Retry-After", "WWW-Authenticate", "Content-Type"} {
+		if v := resp.Header.Get(k); v != "" {
+			fmt.Fprintf(ts.Stderr(), "%s: %s\n", k, v)
+		}
+	}
+	if ok := resp.StatusCode < 300; ok == neg {
+		ts.Fatalf("http: status %d", resp.StatusCode)
+	}
+}
+
+// cmdIngest posts N generated CloudEvents to $EVTCTL_NODE as one batch.
+//
+//	ingest N [TYPE]
+func cmdIngest(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: ingest N [TYPE]")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	typ := "org.example.test.created.v1"
+	if len(args) == 2 {
+		typ = args[1]
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	base := time.Now().UnixNano()
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"specversion":"1.0","id":"gen-%d-%d","source":"/script","type":%q,"data":{"n":%d}}`, base, i, typ, i)
+	}
+	b.WriteByte(']')
+	resp, err := http.Post(ts.Getenv("EVTCTL_NODE")+"/events", "application/cloudevents-batch+json", &b)
+	ts.Check(err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		ts.Fatalf("ingest: status %d: %s", resp.StatusCode, body)
+	}
+}
+
+// cmdWaitAddr waits for a node's --addr-file and points EVTCTL_NODE at the address in it.
+//
+//	waitaddr FILE
+func cmdWaitAddr(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitaddr FILE")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		if addr := strings.TrimSpace(string(b)); err == nil && addr != "" {
+			ts.Setenv("EVTCTL_NODE", "http://"+addr)
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitaddr: %s did not appear", args[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdJSONVar sets an environment variable from the previous command's stdout (JSON), by a
+// gjson path; it fails when the path matches nothing.
+//
+//	jsonvar NAME PATH
+func cmdJSONVar(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: jsonvar NAME PATH")
+	}
+	r := gjson.Get(ts.ReadFile("stdout"), args[1])
+	if !r.Exists() {
+		ts.Fatalf("jsonvar: %s matches nothing in stdout", args[1])
+	}
+	ts.Setenv(args[0], r.String())
+}
