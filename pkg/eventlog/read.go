@@ -1,9 +1,11 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -69,16 +71,37 @@ func (v *segView) blockEnd(b int) int64 {
 	return v.size
 }
 
-// readBlocks reads and decodes blocks [b0, b1] of the segment.
-func (v *segView) readBlocks(b0, b1 int) ([]rec, error) {
+// blockReader reads and decodes blocks into buffers it reuses; records it returns alias its
+// buffer until the next read or until it goes back to the pool.
+type blockReader struct {
+	buf  []byte
+	recs []rec
+}
+
+var readers = sync.Pool{New: func() any { return new(blockReader) }}
+
+func getReader() *blockReader { return readers.Get().(*blockReader) }
+
+func putReader(br *blockReader) {
+	if cap(br.buf) <= 2*readChunk {
+		br.recs = br.recs[:0]
+		readers.Put(br)
+	}
+}
+
+// read reads and decodes blocks [b0, b1] of the segment.
+func (br *blockReader) read(v *segView, b0, b1 int) ([]rec, error) {
 	start, end := int64(v.index[b0].off), v.blockEnd(b1)
-	buf := make([]byte, end-start)
-	if _, err := v.s.f.ReadAt(buf, start); err != nil {
+	if n := int(end - start); cap(br.buf) < n {
+		br.buf = make([]byte, n)
+	} else {
+		br.buf = br.buf[:n]
+	}
+	if _, err := v.s.f.ReadAt(br.buf, start); err != nil {
 		return nil, fmt.Errorf("read %s: %w", v.s.path, err)
 	}
-	n := (b1 - b0 + 1) * blockRecords
-	recs := make([]rec, 0, n)
-	for len(buf) > 0 {
+	recs := br.recs[:0]
+	for buf := br.buf; len(buf) > 0; {
 		r, err := decodeFrame(buf)
 		if err != nil {
 			return nil, fmt.Errorf("read %s at offset %d: %w", v.s.path, end-int64(len(buf)), err)
@@ -86,6 +109,7 @@ func (v *segView) readBlocks(b0, b1 int) ([]rec, error) {
 		recs = append(recs, r)
 		buf = buf[r.size:]
 	}
+	br.recs = recs
 	return recs, nil
 }
 
@@ -133,7 +157,9 @@ func (sn *snapshot) locate(c cursor.Cursor, strict bool) (pos, error) {
 	if b < 0 {
 		return pos{si, 0}, nil
 	}
-	recs, err := v.readBlocks(b, b)
+	br := getReader()
+	defer putReader(br)
+	recs, err := br.read(v, b, b)
 	if err != nil {
 		return pos{}, err
 	}
@@ -145,11 +171,13 @@ func (sn *snapshot) locate(c cursor.Cursor, strict bool) (pos, error) {
 	return sn.norm(pos{si, uint64((b + 1) * blockRecords)}), nil
 }
 
-// visit is called for each record in a scan; it returns false to stop.
+// visit is called for each record in a scan; it returns false to stop. The record's
+// bytes are valid only during the call.
 type visit func(r *rec) bool
 
-// chunkBlocks returns how many blocks from b (going up, or down when back) fit in one read.
-func (v *segView) chunkBlocks(b, limit int, back bool) int {
+// chunkBlocks returns how many blocks from b (going up, or down when back) fit in a read of
+// about budget bytes (at least one block).
+func (v *segView) chunkBlocks(b, limit int, back bool, budget int64) int {
 	n, bytes := 0, int64(0)
 	for {
 		i := b + n
@@ -160,15 +188,22 @@ func (v *segView) chunkBlocks(b, limit int, back bool) int {
 			return n
 		}
 		bytes += v.blockEnd(i) - int64(v.index[i].off)
-		if n > 0 && bytes > readChunk {
+		if n > 0 && bytes > budget {
 			return n
 		}
 		n++
 	}
 }
 
+// firstRead is the size of a scan's first read; each further read doubles, up to
+// readChunk, so a short page reads little and a long scan reads in large chunks.
+const firstRead = 8 << 10
+
 // scanForward visits records in [from, to) oldest first.
 func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) error {
+	budget := int64(firstRead)
+	br := getReader()
+	defer putReader(br)
 	for si := from.si; si < len(sn.segs) && si <= to.si; si++ {
 		v := &sn.segs[si]
 		lo, hi := uint64(0), v.count
@@ -186,8 +221,9 @@ func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) err
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			n := v.chunkBlocks(b, lastBlock, false)
-			recs, err := v.readBlocks(b, b+n-1)
+			n := v.chunkBlocks(b, lastBlock, false, budget)
+			budget = min(2*budget, readChunk)
+			recs, err := br.read(v, b, b+n-1)
 			if err != nil {
 				return err
 			}
@@ -212,6 +248,9 @@ func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) err
 
 // scanBackward visits records in [from, to) newest first.
 func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) error {
+	budget := int64(firstRead)
+	br := getReader()
+	defer putReader(br)
 	for si := min(to.si, len(sn.segs)-1); si >= from.si; si-- {
 		v := &sn.segs[si]
 		lo, hi := uint64(0), v.count
@@ -229,9 +268,10 @@ func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) er
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			n := v.chunkBlocks(b, firstBlock, true)
+			n := v.chunkBlocks(b, firstBlock, true, budget)
+			budget = min(2*budget, readChunk)
 			b0 := b - n + 1
-			recs, err := v.readBlocks(b0, b)
+			recs, err := br.read(v, b0, b)
 			if err != nil {
 				return err
 			}
@@ -303,7 +343,7 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 		page.Items = append(page.Items, Item{
 			Cursor: cursor.New(r.ts, r.seq, cursor.NodeWidth),
 			Type:   string(r.typ),
-			JSON:   r.json,
+			JSON:   bytes.Clone(r.json), // the read buffer is reused
 		})
 		return true
 	}
@@ -343,7 +383,9 @@ func (l *Log) oldestIn(sn *snapshot) (cursor.Cursor, error) {
 	p := sn.start()
 	v := &sn.segs[p.si]
 	b := int(p.ri / blockRecords)
-	recs, err := v.readBlocks(b, b)
+	br := getReader()
+	defer putReader(br)
+	recs, err := br.read(v, b, b)
 	if err != nil {
 		return cursor.Cursor{}, err
 	}
