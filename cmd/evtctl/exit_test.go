@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+func TestExitCodes(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		code int
+		msg  string
+	}{
+		{"ok", context.Background(), nil, 0, ""},
+		{"error", context.Background(), errors.New("boom"), 1, "evtctl: boom\n"},
+		{"usage", context.Background(), usagef("bad flag"), 2, "evtctl: bad flag\nRun 'evtctl --help' for usage.\n"},
+		{"wrapped usage", context.Background(), fmt.Errorf("x: %w", usagef("bad")), 2, "evtctl: x: bad\n"},
+		{"lost", context.Background(), &statusError{exitLost, errors.New("events were lost")}, 3, "evtctl: events were lost\n"},
+		{"interrupted", cancelled, context.Canceled, 130, ""},
+		{"cancel without signal is an error", context.Background(), context.Canceled, 1, "context canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, _, errOut := iostreams.Test()
+			if got := exitCode(s, tc.err, tc.ctx); got != tc.code {
+				t.Errorf("code = %d, want %d", got, tc.code)
+			}
+			if !strings.Contains(errOut.String(), tc.msg) || (tc.msg == "" && errOut.Len() != 0) {
+				t.Errorf("stderr = %q, want %q", errOut.String(), tc.msg)
+			}
+		})
+	}
+}
+
+func TestRunUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--no-such-flag"},
+		{"serve", "--memory", "--data-dir", "x"},
+		{"serve", "--sync", "sometimes"},
+		{"serve", "--max-bytes", "lots"},
+		{"version", "extra"},
+	} {
+		if got := run(args); got != exitUsage {
+			t.Errorf("evtctl %s: exit %d, want %d", strings.Join(args, " "), got, exitUsage)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "64MiB": 64 << 20, "1GiB": 1 << 30, "1GB": 1e9, "512k": 512 << 10, "1.5KiB": 1536} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1", "1XB"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+// Package filter compiles and evaluates event queries, a superset of Tendermint's filter language.
+package filter
+
+import (
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// Query is a compiled query. It is immutable and safe for concurrent use.
+// A nil *Query matches everything.
+type Query struct {
+	src  string
+	root expr // nil for the empty query
+}
+
+// Compile parses a query once; the result is immutable and safe for concurrent use.
+// An empty or all-whitespace query compiles to a Query that matches everything.
+//
+// The language is Tendermint's (tag = 'text' | number | TIME t | DATE d; tag < <= > >= with a
+// number, TIME or DATE; tag CONTAINS 'text'; tag EXISTS; conditions joined by AND) with OR,
+// NOT, parentheses and tag MATCHES 'pattern' added. Every query a Tendermint node accepts
+// compiles and means the same here, except that DATE also compares timestamps by their UTC
+// day where Tendermint matches only dates. Errors are *SyntaxError.
+func Compile(src string) (*Query, error) {
+	root, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Query{src: src, root: root}, nil
+}
+
+// SyntaxError is the error Compile returns. Its Error text is Tendermint's where Tendermint
+// has one, e.g. "offset 11: got tag, wanted number, timestamp, datestamp or string".
+type SyntaxError struct {
+	Offset int    // 0-based byte offset into the query text
+	Msg    string // what was found and what was wanted there
+}
+
+// Error returns "offset N: MSG".
+func (e *SyntaxError) Error() string {
+	return "offset " + strconv.Itoa(e.Offset) + ": " + e.Msg
+}
+
+// String returns the source text.
+func (q *Query) String() string {
+	if q == nil {
+		return ""
+	}
+	return q.src
+}
+
+// MatchesAll reports whether q is the empty query.
+func (q *Query) MatchesAll() bool { return q == nil || q.root == nil }
+
+// MatchJSON reports whether a CloudEvent in JSON format (structured mode, a single JSON object)
+// matches. A tag names a top-level member (a context attribute or an extension), "tm.event"
+// is "type", and "data.a.b" is a path into data in which a number may index an array. An
+// array stands for its elements and null for no value; a JSON number compares by its value,
+// true and false as those words. Input that is not a JSON object has no attributes.
+// MatchJSON neither validates nor retains event.
+func (q *Query) MatchJSON(event []byte) bool {
+	if q.MatchesAll() {
+		return true
+	}
+	// The string shares event's memory; no result derived from it outlives this call.
+	doc := unsafe.String(unsafe.SliceData(event), len(event))
+	if !isObject(doc) {
+		doc = ""
+	}
+	return q.root.matchJSON(doc)
+}
+
+// Match reports whether a satisfies q. A condition holds if any value of its tag satisfies it.
+// As in Tendermint, a number operand reads the value's leading decimal ("8stake" is 8, "-1"
+// is no number), TIME reads an RFC 3339 timestamp, and a value that does not read as the
+// operand's type satisfies nothing. DATE compares UTC days and also reads timestamps.
+// MATCHES tests a topic pattern: "*" is one dot-separated word, "#" zero or more.
+func (q *Query) Match(a Attributes) bool {
+	if q.MatchesAll() {
+		return true
+	}
+	if a == nil {
+		a = AttributeMap(nil)
+	}
+	return q.root.match(a)
+}
+
+// Attributes is a source of tag values for Match; nil has none.
+type Attributes interface {
+	// Values returns all values of a tag; nil or empty means the tag is absent.
+	Values(tag string) []string
+}
+
+// AttributeMap is Attributes held in a map from tag to values.
+type AttributeMap map[string][]string
+
+// Values returns m[tag].
+func (m AttributeMap) Values(tag string) []string { return m[tag] }
+
+// canonical returns q's expression fully parenthesized, for tests.
+func (q *Query) canonical() string {
+	if q.MatchesAll() {
+		return ""
+	}
+	var b strings.Builder
+	q.root.format(&b)
+	return b.String()
+}
+
+// isObject reports whether doc, after leading JSON whitespace, starts a JSON object.
+func isObject(doc string) bool {
+	s := strings.TrimLeft(doc, " \t\r\n")
+	return s != "" && s[0] == '{'
+}

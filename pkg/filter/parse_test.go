@@ -1,0 +1,257 @@
+package filter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// validQueries pairs queries with their fully parenthesized form.
+var validQueries = []struct{ src, want string }{
+	// The empty query.
+	{"", ""},
+	{" \t\n\u00a0", ""},
+
+	// The facts file.
+	{`tm.event = 'Tx' AND app.key = 'k'`, `(tm.event = 'Tx' AND app.key = 'k')`},
+	{`tm.event = 'Tx'`, `tm.event = 'Tx'`},
+	{`tx.height >= 100`, `tx.height >= 100`},
+
+	// Tendermint's syntax and match tests.
+	{`tm.events.type='NewBlock'`, `tm.events.type = 'NewBlock'`},
+	{`tm.events.type = 'NewBlock'`, `tm.events.type = 'NewBlock'`},
+	{`tm.events.name = ''`, `tm.events.name = ''`},
+	{`tm.events.type='TIME'`, `tm.events.type = 'TIME'`},
+	{`tm.events.type='DATE'`, `tm.events.type = 'DATE'`},
+	{`tm.events.type='='`, `tm.events.type = '='`},
+	{`tm.events.type='NewBlock' AND abci.account.name='Igor'`, `(tm.events.type = 'NewBlock' AND abci.account.name = 'Igor')`},
+	{`abci.account.name CONTAINS 'Igor'`, `abci.account.name CONTAINS 'Igor'`},
+	{`abci.owner.name CONTAINS 'Igor'`, `abci.owner.name CONTAINS 'Igor'`},
+	{`tx.date > DATE 2013-05-03`, `tx.date > DATE 2013-05-03`},
+	{`tx.date < DATE 2013-05-03`, `tx.date < DATE 2013-05-03`},
+	{`tx.date <= DATE 2013-05-03`, `tx.date <= DATE 2013-05-03`},
+	{`tx.date >= DATE 2013-05-03`, `tx.date >= DATE 2013-05-03`},
+	{`tx.date > TIME 2013-05-03T14:45:00+07:00`, `tx.date > TIME 2013-05-03T14:45:00+07:00`},
+	{`tx.date < TIME 2013-05-03T14:45:00-02:00`, `tx.date < TIME 2013-05-03T14:45:00-02:00`},
+	{`tx.date <= TIME 2013-05-03T14:45:00Z`, `tx.date <= TIME 2013-05-03T14:45:00Z`},
+	{`tx.time >= TIME 2013-05-03T14:45:00Z`, `tx.time >= TIME 2013-05-03T14:45:00Z`},
+	{`account.balance=100`, `account.balance = 100`},
+	{`account.balance >= 200`, `account.balance >= 200`},
+	{`account.balance >= 100.5`, `account.balance >= 100.5`},
+	{`account.balance < 1000.0`, `account.balance < 1000.0`},
+	{`tx.gas > 7 AND tx.gas < 9`, `(tx.gas > 7 AND tx.gas < 9)`},
+	{`slashing.amount EXISTS`, `slashing.amount EXISTS`},
+	{`slashing.amount EXISTS AND account.balance=100`, `(slashing.amount EXISTS AND account.balance = 100)`},
+	{`slashing EXISTS`, `slashing EXISTS`},
+	{`hash='136E18F7E4C348B780CF873A0BF43922E5BAFA63'`, `hash = '136E18F7E4C348B780CF873A0BF43922E5BAFA63'`},
+
+	// Lexical corners, read as Tendermint reads them.
+	{`a = 5.`, `a = 5.`},
+	{"\ta\u00a0=\n'x y'  ", `a = 'x y'`},
+	{`a=5AND b>=6`, `(a = 5 AND b >= 6)`},
+	{`é.b EXISTS AND _x EXISTS AND .y. EXISTS`, `(é.b EXISTS AND _x EXISTS AND .y. EXISTS)`},
+	{`TIME=5`, "TIME\t= 5"},
+	{"DATE\tEXISTS", "DATE\tEXISTS"},
+	{`and EXISTS`, `and EXISTS`},
+	{`a = 'NOT' AND b = 'AND OR'`, `(a = 'NOT' AND b = 'AND OR')`},
+	// Tendermint ignores an unterminated string after a complete query.
+	{`a = 'x' 'junk`, `a = 'x'`},
+
+	// OR, NOT and parentheses.
+	{`a EXISTS OR b EXISTS`, `(a EXISTS OR b EXISTS)`},
+	{`a EXISTS OR b EXISTS AND c EXISTS`, `(a EXISTS OR (b EXISTS AND c EXISTS))`},
+	{`a EXISTS AND b EXISTS OR c EXISTS`, `((a EXISTS AND b EXISTS) OR c EXISTS)`},
+	{`(a EXISTS OR b EXISTS) AND c EXISTS`, `((a EXISTS OR b EXISTS) AND c EXISTS)`},
+	{`NOT a EXISTS AND b EXISTS`, `(NOT a EXISTS AND b EXISTS)`},
+	{`NOT (a EXISTS AND b EXISTS)`, `NOT (a EXISTS AND b EXISTS)`},
+	{`NOT NOT a EXISTS`, `NOT NOT a EXISTS`},
+	{`((a = 1))`, `a = 1`},
+	{`(a EXISTS AND b EXISTS) AND (c EXISTS AND d EXISTS)`, `(a EXISTS AND b EXISTS AND c EXISTS AND d EXISTS)`},
+	{`a EXISTS OR (b EXISTS OR c EXISTS)`, `(a EXISTS OR b EXISTS OR c EXISTS)`},
+	{`NOT(a=1)OR(b=2)`, `(NOT a = 1 OR b = 2)`},
+
+	// MATCHES.
+	{`type MATCHES 'org.openedx.catalog.course.*'`, `type MATCHES 'org.openedx.catalog.course.*'`},
+	{`type MATCHES '*.purchased.#'`, `type MATCHES '*.purchased.#'`},
+	{`type MATCHES 'org.#'`, `type MATCHES 'org.#'`},
+	{`type MATCHES '#'`, `type MATCHES '#'`},
+	{`x MATCHES 'a..b' AND y MATCHES '.'`, `(x MATCHES 'a..b' AND y MATCHES '.')`},
+
+	// OR, NOT and MATCHES are tags to Tendermint; followed by an operator, they still are.
+	{`NOT EXISTS`, `NOT EXISTS`},
+	{`NOT NOT EXISTS`, `NOT NOT EXISTS`},
+	{`NOT < 5`, `NOT < 5`},
+	{`OR = 'x' OR MATCHES MATCHES 'a.*'`, `(OR = 'x' OR MATCHES MATCHES 'a.*')`},
+
+	// Nesting up to the limit.
+	{strings.Repeat("(", maxDepth) + "a EXISTS" + strings.Repeat(")", maxDepth), "a EXISTS"},
+	{strings.Repeat("NOT ", 2) + "a EXISTS", "NOT NOT a EXISTS"},
+}
+
+func TestCompile(t *testing.T) {
+	for _, tc := range validQueries {
+		q, err := Compile(tc.src)
+		if err != nil {
+			t.Errorf("Compile(%q): %v", tc.src, err)
+			continue
+		}
+		if got := q.canonical(); got != tc.want {
+			t.Errorf("Compile(%q) = %s, want %s", tc.src, got, tc.want)
+		}
+		if q.String() != tc.src {
+			t.Errorf("Compile(%q).String() = %q", tc.src, q.String())
+		}
+		if got, want := q.MatchesAll(), tc.want == ""; got != want {
+			t.Errorf("Compile(%q).MatchesAll() = %v, want %v", tc.src, got, want)
+		}
+	}
+}
+
+const (
+	wantOperand  = "wanted number, timestamp, datestamp or string"
+	wantOrdered  = "wanted number, timestamp or datestamp"
+	wantOperator = "wanted <= operator, >= operator, < operator, > operator, = operator, CONTAINS operator, EXISTS operator or MATCHES operator"
+	wantTerm     = "wanted tag, NOT operator or left parenthesis"
+	wantMore     = "wanted AND operator, OR operator or end of input"
+	wantClose    = "wanted AND operator, OR operator or right parenthesis"
+)
+
+// badQueries pairs queries with their error text.
+var badQueries = []struct{ src, want string }{
+	// What a Tendermint node says, to the byte.
+	{`tm.event = Tx`, `offset 11: got tag, ` + wantOperand},
+	{`tm.events.type=NewBlock`, `offset 15: got tag, ` + wantOperand},
+	{`tm.events.type==`, `offset 15: got = operator, ` + wantOperand},
+	{`tm.events.type>'NewBlock'`, `offset 15: got string, ` + wantOrdered},
+	{`tx.date >= DAT 2013-05-03`, `offset 11: got tag, ` + wantOrdered},
+	{`tx.date <= DATE2013-05-03`, `offset 11: got tag, ` + wantOrdered},
+	{`tx.date >= TIME2013-05-03T14:45:00Z`, `offset 11: got tag, ` + wantOrdered},
+	{`tx.date = IME 2013-05-03T14:45:00Z`, `offset 10: got tag, ` + wantOperand},
+	{`account.balance >>= 400`, `offset 17: got >= operator, ` + wantOrdered},
+	{`a CONTAINS 5`, `offset 11: got number, wanted string`},
+	{`a CONTAINS TIME 2013-05-03T14:45:00Z`, `offset 11: got timestamp, wanted string`},
+
+	// Bad TIME and DATE literals, in Tendermint's words, at the keyword.
+	{`tx.date <= DATE -05-03`, `offset 11: invalid DATE value: parsing time "-05-03" as "2006-01-02": cannot parse "-05-03" as "2006"`},
+	{`tx.date >= DATE 20130503`, `offset 11: invalid DATE value: parsing time "20130503" as "2006-01-02": cannot parse "0503" as "-"`},
+	{`tx.date >= DATE 2013+01-03`, `offset 11: invalid DATE value: parsing time "2013" as "2006-01-02": cannot parse "" as "-"`},
+	{`tx.date >= DATE 0013-01-03`, `offset 11: datestamp year 13 out of range`},
+	{`tx.date >= DATE 2013-31-03`, `offset 11: invalid DATE value: parsing time "2013-31-03": month out of range`},
+	{`tx.date >= DATE 2013-01-83`, `offset 11: invalid DATE value: parsing time "2013-01-83": day out of range`},
+	{`tx.date = TIME 2013-05-:45:00Z`, `offset 10: invalid TIME value: parsing time "2013-05-:45:00Z" as "2006-01-02T15:04:05Z07:00": cannot parse ":45:00Z" as "02"`},
+	{`tx.date >= TIME 2013-05-03T14:45:00`, `offset 11: invalid TIME value: parsing time "2013-05-03T14:45:00" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00"`},
+	{`tx.date >= TIME 0013-00-00T14:45:00Z`, `offset 11: invalid TIME value: parsing time "0013-00-00T14:45:00Z": month out of range`},
+	{`tx.date >= TIME 3000-01-01T00:00:00Z`, `offset 11: timestamp year 3000 out of range`},
+	{`tx.date >= TIME 2013+05=03T14:45:00Z`, `offset 11: invalid TIME value: parsing time "2013+05" as "2006-01-02T15:04:05Z07:00": cannot parse "+05" as "-"`},
+	{`a = TIME  2013-05-03T14:45:00Z`, `offset 4: invalid TIME value: parsing time "" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "2006"`},
+	{`DATE EXISTS`, `offset 0: invalid DATE value: parsing time "" as "2006-01-02": cannot parse "" as "2006"`},
+	{`a = TIME`, `offset 4: got tag, ` + wantOperand + ` (TIME must be followed by one space and its value)`},
+	{"a = DATE\t2013-05-03", `offset 4: got tag, ` + wantOperand + ` (DATE must be followed by one space and its value)`},
+
+	// Unterminated strings, at the opening quote.
+	{`tm.events.type='TIME`, `offset 15: unterminated string, wanted closing quote`},
+	{`a CONTAINS 'x`, `offset 11: unterminated string, wanted closing quote`},
+	{`'abc`, `offset 0: unterminated string, wanted closing quote`},
+	{`a 'x`, `offset 2: unterminated string, wanted closing quote`},
+	{`a = 5 OR b = 'x`, `offset 13: unterminated string, wanted closing quote`},
+
+	// Missing pieces: Tendermint says only "EOF" here.
+	{`tm.events.type=`, `offset 15: got end of input, ` + wantOperand},
+	{`a CONTAINS `, `offset 11: got end of input, wanted string`},
+	{`a <`, `offset 3: got end of input, ` + wantOrdered},
+	{`NewBlock`, `offset 8: got end of input, ` + wantOperator},
+	{`tm.events.type='NewBlock' AND`, `offset 29: got end of input, ` + wantTerm},
+	{`a EXISTS OR `, `offset 12: got end of input, ` + wantTerm},
+	{`NOT`, `offset 3: got end of input, ` + wantTerm},
+
+	// Misplaced tokens.
+	{`>==`, `offset 0: got >= operator, ` + wantTerm},
+	{`='NewBlock'`, `offset 0: got = operator, ` + wantTerm},
+	{`'NewBlock'`, `offset 0: got string, ` + wantTerm},
+	{`AND tm.events.type='NewBlock' `, `offset 0: got AND operator, ` + wantTerm},
+	{`OR a EXISTS`, `offset 0: got OR operator, ` + wantTerm},
+	{`x = 1 AND AND`, `offset 10: got AND operator, ` + wantTerm},
+	{`TIME 2013-05-03T14:45:00Z = 5`, `offset 0: got timestamp, ` + wantTerm},
+	{`tm.events.type 'NewBlock' =`, `offset 15: got string, ` + wantOperator},
+	{`tm.events.type'NewBlock'`, `offset 14: got string, ` + wantOperator},
+	{`a AND b EXISTS`, `offset 2: got AND operator, ` + wantOperator},
+	{`a NOT EXISTS`, `offset 2: got NOT operator, ` + wantOperator},
+	{`a < 'x'`, `offset 4: got string, ` + wantOrdered},
+	{`a MATCHES 5`, `offset 10: got number, wanted string`},
+
+	// Trailing garbage (Tendermint: "got tag, want 6", printing its AND token's number).
+	{`tm.events.type='NewBlock' AN`, `offset 26: got tag, ` + wantMore},
+	{`account.balance=33.22.1`, `offset 21: got tag, ` + wantMore},
+	{`hash=136E18F7E4C348B780CF873A0BF43922E5BAFA63`, `offset 8: got tag, ` + wantMore},
+	{`a EXISTS 5`, `offset 9: got number, ` + wantMore},
+	{`a = 'x' 'y'`, `offset 8: got string, ` + wantMore},
+	{`a = 'x' (b EXISTS)`, `offset 8: got left parenthesis, ` + wantMore},
+
+	// Parentheses.
+	{`(a EXISTS`, `offset 9: got end of input, ` + wantClose},
+	{`((a EXISTS)`, `offset 11: got end of input, ` + wantClose},
+	{`(a EXISTS b EXISTS)`, `offset 10: got tag, ` + wantClose},
+	{`a = 5 AND b = 6)`, `offset 15: unmatched right parenthesis`},
+	{`(a EXISTS))`, `offset 10: unmatched right parenthesis`},
+	{`()`, `offset 1: got right parenthesis, ` + wantTerm},
+	{`)`, `offset 0: got right parenthesis, ` + wantTerm},
+	{`NOT )`, `offset 4: got right parenthesis, ` + wantTerm},
+
+	// Characters that start no token.
+	{`account.balance >= -300`, `offset 19: got invalid input "-", ` + wantOrdered},
+	{`&`, `offset 0: got invalid input "&", ` + wantTerm},
+	{`a = 'x' &`, `offset 8: got invalid input "&", ` + wantMore},
+	{`a != 'x'`, `offset 2: got invalid input "!", ` + wantOperator},
+	{`a = "x"`, `offset 4: got invalid input "\"", ` + wantOperand},
+	{"a = \xff", `offset 4: got invalid input "\xff", ` + wantOperand},
+	{"a = 'é' AND b ≠ 'x'", `offset 15: got invalid input "≠", ` + wantOperator},
+
+	// Keywords are upper case.
+	{`a EXISTS and b EXISTS`, `offset 9: got tag, ` + wantMore + ` (keywords are upper case: did you mean AND?)`},
+	{`a EXISTS or b EXISTS`, `offset 9: got tag, ` + wantMore + ` (keywords are upper case: did you mean OR?)`},
+	{`a contains 'x'`, `offset 2: got tag, ` + wantOperator + ` (keywords are upper case: did you mean CONTAINS?)`},
+	{`a Exists`, `offset 2: got tag, ` + wantOperator + ` (keywords are upper case: did you mean EXISTS?)`},
+	{`type matches 'a.*'`, `offset 5: got tag, ` + wantOperator + ` (keywords are upper case: did you mean MATCHES?)`},
+	{`not a EXISTS`, `offset 4: got tag, ` + wantOperator + ` (keywords are upper case: did you mean NOT?)`},
+	{`t > time 2013-05-03T14:45:00Z`, `offset 4: got tag, ` + wantOrdered + ` (keywords are upper case: did you mean TIME?)`},
+	{`t = date 2013-05-03`, `offset 4: got tag, ` + wantOperand + ` (keywords are upper case: did you mean DATE?)`},
+
+	// MATCHES patterns.
+	{`type MATCHES ''`, `offset 13: empty pattern, wanted words separated by dots`},
+	{`type MATCHES 'org.open*'`, `offset 22: wildcard * inside a word, wanted it alone between dots`},
+	{`x MATCHES 'a.#b'`, `offset 13: wildcard # inside a word, wanted it alone between dots`},
+	{`x MATCHES '**'`, `offset 11: wildcard * inside a word, wanted it alone between dots`},
+
+	// Nesting beyond the limit.
+	{strings.Repeat("(", maxDepth+1) + "a EXISTS" + strings.Repeat(")", maxDepth+1), "offset 1000: expression nested deeper than 1000 levels"},
+	{strings.Repeat("NOT ", maxDepth+1) + "a EXISTS", "offset 4000: expression nested deeper than 1000 levels"},
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range badQueries {
+		q, err := Compile(tc.src)
+		if err == nil {
+			t.Errorf("Compile(%q) = %s, want error %q", tc.src, q.canonical(), tc.want)
+			continue
+		}
+		var se *SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("Compile(%q): error %T, want *SyntaxError", tc.src, err)
+			continue
+		}
+		if err.Error() != tc.want {
+			t.Errorf("Compile(%q):\n got %s\nwant %s", tc.src, err, tc.want)
+		}
+		if se.Offset < 0 || se.Offset > len(tc.src) {
+			t.Errorf("Compile(%q): offset %d outside the query", tc.src, se.Offset)
+		}
+	}
+}
+
+func TestSyntaxErrorFields(t *testing.T) {
+	_, err := Compile("tm.event = Tx")
+	want := &SyntaxError{Offset: 11, Msg: "got tag, wanted number, timestamp, datestamp or string"}
+	if se, ok := err.(*SyntaxError); !ok || *se != *want {
+		t.Fatalf("Compile: %#v, want %#v", err, want)
+	}
+}
