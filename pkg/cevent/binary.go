@@ -1,0 +1,355 @@
+package cevent
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// ceHeader is one ce- header of a binary-mode request.
+type ceHeader struct {
+	name  string // attribute name: the header name without "ce-", lower-cased
+	key   string // the header name as received
+	value string
+	n     int // number of values
+}
+
+// lowerAttrName lower-cases a header's attribute name, without allocating
+// for the context attributes.
+func lowerAttrName(s string) string {
+	for _, name := range kindName[kSpecversion:] {
+		if equalFold(s, name) {
+			return name
+		}
+	}
+	return asciiLower(s)
+}
+
+// asciiLower lower-cases the ASCII letters of s.
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; c >= 'A' && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+// DecodeBinary decodes an event in the HTTP binary content mode: attributes
+// in ce- headers (names case-insensitive, values percent-decoded after
+// removing any RFC 7230 quoted-string quoting), datacontenttype in
+// Content-Type, and the body as the data.
+//
+// The body becomes the stored event's data as follows:
+//
+//   - empty body: no data member;
+//   - JSON Content-Type (*/json or */*+json): the body must be valid JSON and
+//     is embedded as a JSON value in data;
+//   - text/* with no charset or a UTF-8 one, when the body is valid UTF-8: a
+//     JSON string in data;
+//   - no Content-Type: the body is embedded as a JSON value if it is valid
+//     JSON (the JSON format reads an event without datacontenttype as
+//     application/json), otherwise it goes to data_base64;
+//   - anything else: data_base64.
+//
+// Extension header values are stored as JSON strings. The stored members
+// are in the order specversion, id, source, type, subject, time,
+// datacontenttype, dataschema, the extensions sorted by name, then data or
+// data_base64.
+func DecodeBinary(h http.Header, body []byte, lim Limits) (Event, error) {
+	ev, err := decodeBinary(h, body, lim.withDefaults())
+	if err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
+	var (
+		store   [16]ceHeader
+		hs      = store[:0]
+		ct      string
+		ctCount int
+	)
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		if isCEHeader(k) {
+			hs = append(hs, ceHeader{name: lowerAttrName(k[3:]), key: k, value: vs[0], n: len(vs)})
+		} else if equalFold(k, "Content-Type") {
+			ct = vs[0]
+			ctCount += len(vs)
+		}
+	}
+	if len(hs) == 0 {
+		return Event{}, errNotCloudEvent(ct)
+	}
+	if ctCount > 1 {
+		return Event{}, invalid("Content-Type is given %d times; it must be given once", ctCount)
+	}
+	slices.SortFunc(hs, func(a, b ceHeader) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
+	})
+
+	var (
+		attrs [kDataschema + 1]string
+		set   [kDataschema + 1]bool
+		exts  []ceHeader
+		size  = 64 + len(ct) + len(body)*4/3
+	)
+	for i := range hs {
+		hd := &hs[i]
+		if hd.n > 1 {
+			return Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+		}
+		if i > 0 && hs[i-1].name == hd.name {
+			return Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
+		}
+		switch {
+		case hd.name == "datacontenttype":
+			return Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by Content-Type", hd.key)
+		case hd.name == "data" || !validAttrName(hd.name):
+			return Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
+		}
+		v, err := decodeHeaderValue(hd.value)
+		if err != nil {
+			return Event{}, invalid("header %s: %s", hd.key, err)
+		}
+		if err := checkString(hd.name, v); err != nil {
+			return Event{}, err
+		}
+		hd.value = v
+		size += len(hd.name) + 2*len(v) + 6
+		kind := classify([]byte(hd.name))
+		if kind == kExtension {
+			exts = append(exts, *hd)
+			continue
+		}
+		attrs[kind], set[kind] = v, true
+	}
+
+	// Validate in the same order as the structured decoder.
+	if !set[kSpecversion] {
+		return Event{}, invalid("missing required attribute \"specversion\" (header ce-specversion)")
+	}
+	if attrs[kSpecversion] != "1.0" {
+		return Event{}, badSpecversion(attrs[kSpecversion])
+	}
+	for _, k := range [...]int{kID, kSource, kType} {
+		if !set[k] {
+			return Event{}, invalid("missing required attribute %q (header ce-%s)", kindName[k], kindName[k])
+		}
+	}
+	ev := Event{ID: attrs[kID], Source: attrs[kSource], Type: attrs[kType]}
+	if err := checkNonEmpty("id", ev.ID); err != nil {
+		return Event{}, err
+	}
+	if err := checkSource(ev.Source); err != nil {
+		return Event{}, err
+	}
+	if err := checkNonEmpty("type", ev.Type); err != nil {
+		return Event{}, err
+	}
+	if set[kSubject] {
+		if err := checkNonEmpty("subject", attrs[kSubject]); err != nil {
+			return Event{}, err
+		}
+	}
+	if set[kTime] {
+		t, err := parseTime(attrs[kTime])
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Time = t
+	}
+	var ctParams map[string]string
+	if ctCount > 0 {
+		if err := checkString("datacontenttype", ct); err != nil {
+			return Event{}, invalid("Content-Type: %s", err.Msg)
+		}
+		var err *Error
+		if ctParams, err = parseMediaType("Content-Type", ct); err != nil {
+			return Event{}, err
+		}
+	}
+	if set[kDataschema] {
+		if err := checkDataschema(attrs[kDataschema]); err != nil {
+			return Event{}, err
+		}
+	}
+
+	out := make([]byte, 0, size)
+	out = append(out, `{"specversion":"1.0","id":`...)
+	out = appendJSONString(out, ev.ID)
+	out = append(out, `,"source":`...)
+	out = appendJSONString(out, ev.Source)
+	out = append(out, `,"type":`...)
+	out = appendJSONString(out, ev.Type)
+	if set[kSubject] {
+		out = append(out, `,"subject":`...)
+		out = appendJSONString(out, attrs[kSubject])
+	}
+	if set[kTime] {
+		out = append(out, `,"time":`...)
+		out = appendJSONString(out, attrs[kTime])
+	}
+	if ctCount > 0 {
+		out = append(out, `,"datacontenttype":`...)
+		out = appendJSONString(out, ct)
+	}
+	if set[kDataschema] {
+		out = append(out, `,"dataschema":`...)
+		out = appendJSONString(out, attrs[kDataschema])
+	}
+	for _, x := range exts {
+		out = append(out, ',', '"')
+		out = append(out, x.name...)
+		out = append(out, '"', ':')
+		out = appendJSONString(out, x.value)
+	}
+	if len(body) > 0 {
+		var err *Error
+		if out, err = appendBinaryData(out, body, ct, ctCount > 0, ctParams); err != nil {
+			return Event{}, err
+		}
+	}
+	out = append(out, '}')
+	if err := checkSize(len(out), lim); err != nil {
+		return Event{}, err
+	}
+	ev.JSON = out[:len(out):len(out)]
+	return ev, nil
+}
+
+// appendBinaryData appends the data or data_base64 member for a binary-mode body.
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string) ([]byte, *Error) {
+	mark := len(out)
+	switch {
+	case !hasCT || isJSONMediaType(ct):
+		out = append(out, `,"data":`...)
+		s := scanner{in: body, out: out}
+		s.skipWS()
+		err := s.copyValue()
+		if err == nil {
+			s.skipWS()
+			if s.pos < len(s.in) {
+				err = s.syntaxErr("expected end of input after the JSON value")
+			}
+		}
+		if err == nil {
+			return s.out, nil
+		}
+		if hasCT {
+			return nil, invalid("Content-Type %q declares JSON, but the body is not valid JSON: %s", ct, err.Msg)
+		}
+		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
+	case isTextMediaType(ct) && isUTF8Charset(cmp.Or(params["charset"], "utf-8")) && utf8.Valid(body):
+		out = append(out, `,"data":`...)
+		return appendJSONString(out, string(body)), nil
+	}
+	out = append(out, `,"data_base64":"`...)
+	out = base64.StdEncoding.AppendEncode(out, body)
+	return append(out, '"'), nil
+}
+
+func isTextMediaType(ct string) bool {
+	return hasPrefixFold(strings.TrimSpace(ct), "text/")
+}
+
+// checkString checks that v is a valid CloudEvents String: valid UTF-8 with
+// no control characters, noncharacters or surrogates.
+func checkString(name, v string) *Error {
+	for i, r := range v {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(v[i:]); size == 1 {
+				return invalid("attribute %q is not valid UTF-8", name)
+			}
+		}
+		if r < 0x20 || r >= 0x7f {
+			if msg := badStringRune(r); msg != "" {
+				return invalid("attribute %q contains %s; CloudEvents strings must not", name, msg)
+			}
+		}
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the HTTP header encoding of a CloudEvents
+// attribute value: first RFC 7230 quoted-string quoting (with backslash
+// escapes), then one round of percent-decoding. The result must be valid
+// UTF-8.
+func decodeHeaderValue(v string) (string, error) {
+	if strings.IndexByte(v, '"') < 0 && strings.IndexByte(v, '%') < 0 {
+		return v, nil
+	}
+	b := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		if v[i] != '"' {
+			b = append(b, v[i])
+			continue
+		}
+		open := i
+		for i++; ; i++ {
+			if i >= len(v) {
+				return "", fmt.Errorf("unterminated quoted string starting at position %d", open)
+			}
+			c := v[i]
+			if c == '"' {
+				break
+			}
+			if c == '\\' {
+				if i++; i >= len(v) {
+					return "", fmt.Errorf("unterminated quoted string starting at position %d", open)
+				}
+				c = v[i]
+			}
+			b = append(b, c)
+		}
+	}
+	n := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '%' {
+			if i+2 >= len(b) {
+				return "", fmt.Errorf("invalid percent-encoding %q: '%%' must be followed by two hex digits", b[i:])
+			}
+			hi, ok1 := unhex(b[i+1])
+			lo, ok2 := unhex(b[i+2])
+			if !ok1 || !ok2 {
+				return "", fmt.Errorf("invalid percent-encoding %q: '%%' must be followed by two hex digits", b[i:i+3])
+			}
+			c = hi<<4 | lo
+			i += 2
+		}
+		b[n] = c
+		n++
+	}
+	b = b[:n]
+	if !utf8.Valid(b) {
+		return "", fmt.Errorf("the percent-decoded value is not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
