@@ -173,7 +173,7 @@ func decodeWait(v json.RawMessage) (time.Duration, error) {
 func parseWait(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if f < 0 || f > float64(1<<62) {
+		if !(f >= 0 && f <= float64(1<<62)) { // also refuses NaN, which ParseFloat accepts
 			return 0, fmt.Errorf("wait of %s nanoseconds is out of range", s)
 		}
 		return time.Duration(f), nil

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -539,7 +538,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		writeDecodeError(w, err)
 		return
 	}
-	batch := isBatch(r.Header.Get("Content-Type"))
+	batch := cevent.RequestMode(r.Header, body) == cevent.ModeBatch
 	results, ok := s.appendEvents(w, r, events)
 	if !ok {
 		return
@@ -549,11 +548,6 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, results[0])
-}
-
-func isBatch(contentType string) bool {
-	ct := strings.ToLower(strings.TrimSpace(contentType))
-	return strings.HasPrefix(ct, "application/cloudevents-batch")
 }
 
 func writeDecodeError(w http.ResponseWriter, err error) {
