@@ -199,6 +199,18 @@ func (v *segView) chunkBlocks(b, limit int, back bool, budget int64) int {
 // readChunk, so a short page reads little and a long scan reads in large chunks.
 const firstRead = 8 << 10
 
+// span is the range of records [lo, hi) of segment si that lies within [from, to).
+func (sn *snapshot) span(si int, from, to pos) (lo, hi uint64) {
+	hi = sn.segs[si].count
+	if si == from.si {
+		lo = from.ri
+	}
+	if si == to.si {
+		hi = min(hi, to.ri)
+	}
+	return lo, hi
+}
+
 // scanForward visits records in [from, to) oldest first.
 func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) error {
 	budget := int64(firstRead)
@@ -206,13 +218,7 @@ func (sn *snapshot) scanForward(ctx context.Context, from, to pos, fn visit) err
 	defer putReader(br)
 	for si := from.si; si < len(sn.segs) && si <= to.si; si++ {
 		v := &sn.segs[si]
-		lo, hi := uint64(0), v.count
-		if si == from.si {
-			lo = from.ri
-		}
-		if si == to.si {
-			hi = min(hi, to.ri)
-		}
+		lo, hi := sn.span(si, from, to)
 		if lo >= hi {
 			continue
 		}
@@ -253,13 +259,7 @@ func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) er
 	defer putReader(br)
 	for si := min(to.si, len(sn.segs)-1); si >= from.si; si-- {
 		v := &sn.segs[si]
-		lo, hi := uint64(0), v.count
-		if si == from.si {
-			lo = from.ri
-		}
-		if si == to.si {
-			hi = min(hi, to.ri)
-		}
+		lo, hi := sn.span(si, from, to)
 		if lo >= hi {
 			continue
 		}

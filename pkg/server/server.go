@@ -509,30 +509,34 @@ func (s *Server) acquireIngest(ctx context.Context) bool {
 	return false
 }
 
-func (s *Server) readIngestBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// beginIngest takes an ingest slot and reads the size-limited body. When ok is false it has
+// answered the request; otherwise the caller must call done.
+func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
+	if !s.acquireIngest(r.Context()) {
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
+		return nil, nil, false
+	}
+	done = func() { <-s.ingest }
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
+		done()
 		if tooLarge(err) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes; send fewer events per batch", s.cfg.MaxBody))
 		} else {
 			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		}
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return body, done, true
 }
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
-	if !s.acquireIngest(r.Context()) {
-		retryAfter(w, 1)
-		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
-		return
-	}
-	defer func() { <-s.ingest }()
-	body, ok := s.readIngestBody(w, r)
+	body, done, ok := s.beginIngest(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	events, err := cevent.DecodeRequest(r.Header, body, s.limits)
 	if err != nil {
 		writeDecodeError(w, err)
@@ -607,16 +611,11 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "signals are sent with POST (form or JSON) or GET (query string)")
 		return
 	}
-	if !s.acquireIngest(r.Context()) {
-		retryAfter(w, 1)
-		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
-		return
-	}
-	defer func() { <-s.ingest }()
-	body, ok := s.readIngestBody(w, r)
+	body, done, ok := s.beginIngest(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	e, err := cevent.FromSignal(r.PathValue("entity"), r, body, s.limits, func() string { return uuid.NewString() })
 	if err != nil {
 		writeDecodeError(w, err)
