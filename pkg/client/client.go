@@ -1,0 +1,355 @@
+// Package client is a cursor-aware client of the `events` method (Tendermint ADR-075), for
+// evtctl nodes and Tendermint nodes alike.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Client.
+type Options struct {
+	Node      string // base URL, e.g. http://127.0.0.1:7480; a bare host:port means http
+	Token     string // bearer token, sent as Authorization: Bearer <token>
+	CAFile    string // PEM bundle of CAs to trust for https, beside the system pool
+	Insecure  bool   // skip TLS certificate verification
+	UserAgent string
+	// HTTPClient replaces the default client (tests); its timeout must exceed the longest wait.
+	HTTPClient *http.Client
+}
+
+// Client calls one node.
+type Client struct {
+	endpoint string // JSON-RPC endpoint: the node's root path
+	base     string
+	token    string
+	ua       string
+	hc       *http.Client
+	id       atomic.Int64
+}
+
+// New returns a client for opts.Node.
+func New(opts Options) (*Client, error) {
+	base, err := NormalizeNode(opts.Node)
+	if err != nil {
+		return nil, err
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 16
+		tr.ResponseHeaderTimeout = 0 // long-polls hold the response; the request context bounds it
+		if opts.CAFile != "" || opts.Insecure {
+			cfg := &tls.Config{InsecureSkipVerify: opts.Insecure} //nolint:gosec // the user asked for it
+			if opts.CAFile != "" {
+				pem, err := os.ReadFile(opts.CAFile)
+				if err != nil {
+					return nil, fmt.Errorf("CA file: %w", err)
+				}
+				pool, err := x509.SystemCertPool()
+				if err != nil || pool == nil {
+					pool = x509.NewCertPool()
+				}
+				if !pool.AppendCertsFromPEM(pem) {
+					return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
+				}
+				cfg.RootCAs = pool
+			}
+			tr.TLSClientConfig = cfg
+		}
+		hc = &http.Client{Transport: tr}
+	}
+	ua := opts.UserAgent
+	if ua == "" {
+		ua = "evtctl"
+	}
+	return &Client{endpoint: base + "/", base: base, token: opts.Token, ua: ua, hc: hc}, nil
+}
+
+// NormalizeNode turns a node address into a base URL without a trailing slash.
+func NormalizeNode(node string) (string, error) {
+	node = strings.TrimSpace(node)
+	if node == "" {
+		return "", errors.New("no node given")
+	}
+	if !strings.Contains(node, "://") {
+		node = "http://" + node
+	}
+	u, err := url.Parse(node)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("node %q is not an http(s) URL or host:port", node)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Node is the base URL the client talks to.
+func (c *Client) Node() string { return c.base }
+
+// Request is one call of the events method.
+type Request struct {
+	Query     string
+	MaxItems  int
+	After     string
+	Before    string
+	Wait      time.Duration // 0: the node's default
+	Ascending bool          // ask for evtctl's ascending order; Reply.Ascending says if it was honoured
+}
+
+// Reply is the result of the events method.
+type Reply struct {
+	Items     []Item `json:"items"`
+	More      bool   `json:"more"`
+	Oldest    string `json:"oldest"`
+	Newest    string `json:"newest"`
+	Order     string `json:"order,omitempty"`
+	Ascending bool   `json:"-"` // the node returned oldest first (it supports the extension)
+}
+
+// Item is one item as the node sent it. Raw is the whole item object, byte for byte.
+type Item struct {
+	Cursor string          `json:"cursor"`
+	Event  string          `json:"event"`
+	Data   json.RawMessage `json:"data"`
+	Raw    json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON keeps the raw bytes of the item beside its fields.
+func (it *Item) UnmarshalJSON(b []byte) error {
+	type plain Item
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*it = Item(p)
+	it.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// RPCError is an error answered by the node in the JSON-RPC envelope.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	if e.Data != "" {
+		return e.Data
+	}
+	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
+}
+
+// HTTPError is a reply whose HTTP status is not 200.
+type HTTPError struct {
+	Status     int
+	Message    string
+	RetryAfter time.Duration // from Retry-After, 0 when absent
+}
+
+func (e *HTTPError) Error() string {
+	msg := strings.TrimSpace(e.Message)
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("node answered %d: %s", e.Status, msg)
+}
+
+// Retryable reports whether an error from Events is worth retrying: transport failures,
+// 5xx, 429 and a busy node. A bad query, a bad cursor or a refused token is not.
+func Retryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.Status >= 500 || he.Status == http.StatusTooManyRequests
+	}
+	var re *RPCError
+	if errors.As(err, &re) {
+		return re.Code == -32000 // evtctl: too many waiting readers
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return false
+	}
+	return true // transport errors: refused, reset, EOF, timeouts
+}
+
+// DecodeError is a reply that could not be understood.
+type DecodeError struct {
+	Err  error
+	Body string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("the node's reply is not an events result: %v (reply begins %q)", e.Err, e.Body)
+}
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// retryAfterOf returns the delay a node asked for, if any.
+func retryAfterOf(err error) time.Duration {
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.RetryAfter
+	}
+	return 0
+}
+
+type rpcRequest struct {
+	JSONRPC string     `json:"jsonrpc"`
+	ID      int64      `json:"id"`
+	Method  string     `json:"method"`
+	Params  *rpcParams `json:"params"`
+}
+
+// rpcParams is what a Tendermint node takes; order is evtctl's extension, ignored there.
+type rpcParams struct {
+	Filter   *rpcFilter `json:"filter,omitempty"`
+	MaxItems int        `json:"maxItems,omitempty"`
+	After    string     `json:"after,omitempty"`
+	Before   string     `json:"before,omitempty"`
+	WaitTime int64      `json:"waitTime,omitempty"` // nanoseconds, as a JSON number
+	Order    string     `json:"order,omitempty"`
+}
+
+type rpcFilter struct {
+	Query string `json:"query"`
+}
+
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result *Reply          `json:"result"`
+	Error  *RPCError       `json:"error"`
+}
+
+// Events calls the events method once. The request's context bounds the call; a long-poll
+// is given its wait plus a margin.
+func (c *Client) Events(ctx context.Context, req Request) (*Reply, error) {
+	p := &rpcParams{MaxItems: req.MaxItems, After: req.After, Before: req.Before, WaitTime: int64(req.Wait)}
+	if req.Query != "" {
+		p.Filter = &rpcFilter{Query: req.Query}
+	}
+	if req.Ascending {
+		p.Order = "asc"
+	}
+	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: c.id.Add(1), Method: "events", Params: p})
+	if err != nil {
+		return nil, err
+	}
+	// The node clamps waits to its own maximum (30s by default); allow for that and transit.
+	limit := max(req.Wait, 30*time.Second) + 15*time.Second
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("User-Agent", c.ua)
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	return decodeReply(resp, data)
+}
+
+// transportError keeps the cause but drops Go's verbose "Post "url": " prefix.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		var ne net.Error
+		if errors.As(ue.Err, &ne) && ne.Timeout() {
+			return fmt.Errorf("node did not answer in time: %w", ue.Err)
+		}
+		return fmt.Errorf("cannot reach the node: %w", ue.Err)
+	}
+	return err
+}
+
+func decodeReply(resp *http.Response, data []byte) (*Reply, error) {
+	if resp.StatusCode != http.StatusOK {
+		he := &HTTPError{Status: resp.StatusCode, Message: errorMessage(data)}
+		he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return nil, he
+	}
+	var r rpcResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, &DecodeError{Err: err, Body: prefix(data, 80)}
+	}
+	if r.Error != nil {
+		return nil, r.Error
+	}
+	if r.Result == nil {
+		return nil, &DecodeError{Err: errors.New("no result and no error"), Body: prefix(data, 80)}
+	}
+	r.Result.Ascending = r.Result.Order == "asc"
+	return r.Result, nil
+}
+
+// errorMessage pulls a readable message out of an error body: {"error":"..."} as an evtctl
+// node writes it, a JSON-RPC error, or the text itself.
+func errorMessage(b []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil {
+			return s
+		}
+		var re RPCError
+		if json.Unmarshal(e.Error, &re) == nil {
+			return re.Error()
+		}
+	}
+	return prefix(b, 200)
+}
+
+func prefix(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date; 0 when absent or invalid.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(min(s, 3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}

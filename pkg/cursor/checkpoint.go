@@ -1,0 +1,79 @@
+package cursor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Checkpoint records how far a consumer got. It is written only after the output for the
+// events up to Cursor has been flushed, so a crash never records an event that was not
+// written out: a restart resumes with nothing lost (delivery is at-least-once; events after
+// the last checkpoint may be written again).
+type Checkpoint struct {
+	Cursor  string    `json:"cursor"`
+	Node    string    `json:"node,omitempty"`
+	Query   string    `json:"query,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// LoadCheckpoint reads a checkpoint file. ok is false when the file does not exist. A file
+// holding just a cursor (as `echo CURSOR > file` makes) is accepted too.
+func LoadCheckpoint(path string) (cp Checkpoint, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] != '{' {
+		cp.Cursor = string(b)
+	} else if err := json.Unmarshal(b, &cp); err != nil {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint %s is not a checkpoint file: %w", path, err)
+	}
+	if _, err := Parse(cp.Cursor); err != nil {
+		return Checkpoint{}, false, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return cp, true, nil
+}
+
+// SaveCheckpoint writes cp atomically: a temporary file beside path, fsynced, renamed over
+// path, and the directory fsynced, so a crash leaves the old checkpoint or the new one.
+func SaveCheckpoint(path string, cp Checkpoint) error {
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // best effort: not every platform can sync a directory
+		d.Close()
+	}
+	return nil
+}

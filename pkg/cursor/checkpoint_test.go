@@ -1,0 +1,53 @@
+package cursor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.json")
+	if _, ok, err := LoadCheckpoint(path); ok || err != nil {
+		t.Fatalf("missing file: ok=%v err=%v", ok, err)
+	}
+	want := Checkpoint{Cursor: "18ea61a27c39abd8-00000000000000c7", Node: "http://127.0.0.1:7480", Query: "type EXISTS", Updated: time.Unix(1, 0).UTC()}
+	if err := SaveCheckpoint(path, want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := LoadCheckpoint(path)
+	if err != nil || !ok || got != want {
+		t.Fatalf("got %+v ok=%v err=%v", got, ok, err)
+	}
+	// Overwrite leaves no temporary files behind.
+	want.Cursor = "18ea61a27c39abd8-00000000000000c8"
+	if err := SaveCheckpoint(path, want); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d files, want 1", len(entries))
+	}
+}
+
+func TestCheckpointBareCursorAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "bare")
+	os.WriteFile(bare, []byte("18ea61a27c39abd8-00c7\n"), 0o644)
+	cp, ok, err := LoadCheckpoint(bare)
+	if err != nil || !ok || cp.Cursor != "18ea61a27c39abd8-00c7" {
+		t.Fatalf("bare cursor: %+v %v %v", cp, ok, err)
+	}
+	for name, content := range map[string]string{"junk": "{not json", "badcursor": `{"cursor":"zzz"}`, "text": "hello"} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		if _, _, err := LoadCheckpoint(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: error %v should name the file", name, err)
+		}
+	}
+	if err := SaveCheckpoint(filepath.Join(dir, "no", "such", "dir", "cp"), Checkpoint{}); err == nil {
+		t.Error("saving into a missing directory should fail")
+	}
+}
