@@ -91,38 +91,52 @@ func (c *Client) Range(ctx context.Context, opts RangeOptions, fn func([]Item) e
 }
 
 func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before string, deliver func([]Item) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		r   *Reply
+		err error
+	}
+	// fetch starts a request in the background, so that the next page travels while the
+	// caller writes out the current one.
+	fetch := func(req Request) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			r, err := c.eventsRetry(ctx, req, opts.Backoff, opts.OnRetry)
+			ch <- result{r, err}
+		}()
+		return ch
+	}
 	req := Request{Query: opts.Query, MaxItems: opts.PageSize, After: after, Before: before, Ascending: !opts.Reverse}
+	next := fetch(req)
 	var held []Item // chronological order without the extension: newest-first pages, held
 	for {
-		r, err := c.eventsRetry(ctx, req, opts.Backoff, opts.OnRetry)
-		if err != nil {
-			return err
+		res := <-next
+		if res.err != nil {
+			return res.err
+		}
+		r := res.r
+		more := r.More && len(r.Items) > 0
+		if more {
+			if r.Ascending {
+				req.After = r.Items[len(r.Items)-1].Cursor
+			} else {
+				req.Ascending = false
+				req.Before = r.Items[len(r.Items)-1].Cursor
+			}
+			next = fetch(req)
 		}
 		switch {
-		case r.Ascending:
-			if err := deliver(r.Items); err != nil {
-				return err
-			}
-			if !r.More || len(r.Items) == 0 {
-				return nil
-			}
-			req.After = r.Items[len(r.Items)-1].Cursor
-			continue
-		case opts.Reverse:
+		case r.Ascending, opts.Reverse:
 			if err := deliver(r.Items); err != nil {
 				return err
 			}
 		default:
-			req.Ascending = false
 			held = append(held, r.Items...)
 		}
-		if !r.More || len(r.Items) == 0 {
+		if !more {
 			break
 		}
-		req.Before = r.Items[len(r.Items)-1].Cursor
-	}
-	if len(held) == 0 {
-		return nil
 	}
 	slices.Reverse(held)
 	for len(held) > 0 {

@@ -24,9 +24,10 @@ func (b Backoff) delay(attempt int) time.Duration {
 	if maxd <= 0 {
 		maxd = 15 * time.Second
 	}
-	d := initial << min(attempt, 30)
-	if d <= 0 || d > maxd {
-		d = maxd
+	// initial·2^attempt, capped; shifting only while it stays under the cap cannot overflow.
+	d := maxd
+	if n := min(max(attempt, 0), 62); initial <= maxd>>n {
+		d = initial << n
 	}
 	// Equal jitter: half fixed, half random, so clients that failed together spread out.
 	return d/2 + rand.N(d/2+1)
@@ -124,7 +125,8 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 		if err != nil {
 			return err
 		}
-		b := Batch{Gap: detectGap(last, r.Oldest)}
+		var b Batch
+		oldest := r.Oldest
 		if r.Ascending {
 			b.Items, b.CaughtUp = r.Items, !r.More
 		} else {
@@ -138,17 +140,25 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 				}
 				items = append(items, p.Items...)
 				more = p.More
+				oldest = laterCursor(oldest, p.Oldest) // the log may lose its tail while we page
 			}
 			slices.Reverse(items)
 			b.Items, b.CaughtUp = items, true
 		}
+		b.Gap = detectGap(last, oldest)
 		switch {
 		case len(b.Items) > 0:
 			b.Cursor = b.Items[len(b.Items)-1].Cursor
 		case b.Gap != nil:
-			b.Cursor = justBefore(r.Oldest, last) // nothing to resume from in between
+			b.Cursor = justBefore(oldest, last) // nothing to resume from in between
 		default:
 			b.Cursor = last
+		}
+		if len(b.Items) == 0 && r.Ascending {
+			// An evtctl node answers a long-poll with no items only after examining every
+			// item up to newest: none matched, so none is lost when the log drops them later.
+			// (A Tendermint node may report a newest it did not examine; stay put there.)
+			b.Cursor = laterCursor(b.Cursor, r.Newest)
 		}
 		if err := fn(b); err != nil {
 			return err
@@ -204,6 +214,16 @@ func detectGap(last, oldest string) *Gap {
 		return nil // an evtctl node numbers items without holes: oldest is the very next one
 	}
 	return &Gap{After: last, Oldest: oldest}
+}
+
+// laterCursor returns the later of two cursors of one log; a when b is empty or unreadable.
+func laterCursor(a, b string) string {
+	ac, err1 := cursor.Parse(a)
+	bc, err2 := cursor.Parse(b)
+	if b == "" || err1 != nil || err2 != nil || !bc.After(ac) {
+		return a
+	}
+	return b
 }
 
 // prevCursor is the greatest cursor of the same width before c.

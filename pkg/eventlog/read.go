@@ -331,7 +331,7 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 		return page, nil
 	}
 	limit := max(q.Max, 1)
-	page.Items = make([]Item, 0, min(limit, 64))
+	page.Items = make([]Item, 0, min(limit, 1024))
 	fn := func(r *rec) bool {
 		if q.Match != nil && !q.Match(r.json) {
 			return true
