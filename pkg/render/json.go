@@ -1,0 +1,241 @@
+package render
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"unicode/utf8"
+	"unsafe"
+)
+
+var nullJSON = []byte("null")
+
+// bytesString views b as a string without copying. The string must not outlive the call
+// that made it, nor be used after b changes.
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// stringBytes views s as bytes without copying; the bytes must not be written.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// Masks for working on the eight bytes of a uint64 at once.
+const (
+	lsb = 0x0101010101010101 // the low bit of each byte
+	msb = 0x8080808080808080 // the high bit of each byte
+	lo7 = 0x7f7f7f7f7f7f7f7f
+)
+
+// zeroBytes has the high bit set in each byte of x that is zero, and no other bit set.
+func zeroBytes(x uint64) uint64 {
+	return ^(((x & lo7) + lo7) | x) & msb
+}
+
+// ctlBytes has the high bit set in each byte of x below 0x20, and no other bit set.
+func ctlBytes(x uint64) uint64 {
+	return ^(((x & lo7) + lsb*0x60) | x) & msb
+}
+
+// isCompact reports whether s holds no tab, newline or carriage return, and no space
+// outside strings: valid JSON for which it is true is already compact (valid JSON holds no
+// other control byte). It does not validate. Without escaped quotes or backslashes, quotes
+// alternate opening and closing strings, so the common case is a few vectorised scans of
+// the bytes package; otherwise s is read eight bytes at a time.
+func isCompact(s string) bool {
+	b := stringBytes(s)
+	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 || bytes.IndexByte(b, '\t') >= 0 {
+		return false
+	}
+	if bytes.IndexByte(b, '\\') >= 0 && (bytes.Contains(b, escQuote) || bytes.Contains(b, escEsc)) {
+		return swarCompact(b, 0)
+	}
+	var in uint64 // msb inside a string, else 0
+	for range 8 {
+		j := bytes.IndexByte(b, ' ')
+		if j < 0 {
+			return true
+		}
+		if bytes.Count(b[:j], quote)%2 == 1 {
+			in ^= msb
+		}
+		if in == 0 {
+			return false
+		}
+		b = b[j+1:]
+	}
+	return swarCompact(b, in) // many spaces: one pass is cheaper
+}
+
+var (
+	quote    = []byte{'"'}
+	escQuote = []byte{'\\', '"'}
+	escEsc   = []byte{'\\', '\\'}
+)
+
+// swarCompact is isCompact on b, starting inside a string when in is msb. It reads eight
+// bytes at a time, and one at a time where there is a backslash. It also refuses the
+// other control bytes.
+func swarCompact(b []byte, in uint64) bool {
+	i := 0
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if ctlBytes(x) != 0 {
+			return false
+		}
+		if zeroBytes(x^(lsb*'\\')) != 0 {
+			var ok bool
+			if i, in, ok = scanBytes(b, i, i+8, in); !ok {
+				return false
+			}
+			continue
+		}
+		// Bit 7 of byte k of p: inside a string at byte k (a prefix XOR of the quotes).
+		p := zeroBytes(x ^ (lsb * '"'))
+		p ^= p << 8
+		p ^= p << 16
+		p ^= p << 32
+		p ^= in
+		if zeroBytes(x^(lsb*' '))&^p != 0 {
+			return false
+		}
+		in = -(p >> 63) & msb
+		i += 8
+	}
+	_, _, ok := scanBytes(b, i, len(b), in)
+	return ok
+}
+
+// scanBytes is swarCompact a byte at a time, over b[i:end]. It returns where it stopped,
+// which is past end when an escape there covers the next byte.
+func scanBytes(b []byte, i, end int, in uint64) (int, uint64, bool) {
+	for ; i < end; i++ {
+		switch c := b[i]; {
+		case c < 0x20:
+			return i, in, false
+		case c == '"':
+			in ^= msb
+		case c == '\\' && in != 0:
+			i++ // the escaped byte
+			if i < len(b) && b[i] < 0x20 {
+				return i, in, false
+			}
+		case c == ' ' && in == 0:
+			return i, in, false
+		}
+	}
+	return i, in, true
+}
+
+// appendCompact appends the JSON in s without insignificant whitespace. Input that needs
+// no compacting is copied as is, unvalidated (it comes from a decoder); other input is
+// compacted by encoding/json, which refuses it if it is not valid JSON. Either way the
+// result holds no newline.
+func appendCompact(dst []byte, s string) ([]byte, error) {
+	if isCompact(s) {
+		return append(dst, s...), nil
+	}
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, stringBytes(s)); err != nil {
+		return dst, err
+	}
+	return buf.Bytes(), nil
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD; HTML
+// characters are left alone.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, "\ufffd"...)
+		} else {
+			dst = append(dst, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(dst, '"')
+}
+
+// unsafeRune reports whether a terminal might act on r rather than show it: C0 and C1
+// controls, DEL, line and paragraph separators, and bidirectional overrides.
+func unsafeRune(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r == 0x2028, r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// appendDisplay appends s for a terminal: runes a terminal could act on are written as
+// \uXXXX escapes, invalid UTF-8 as U+FFFD. With json set, whitespace outside JSON strings
+// is dropped. Output longer than limit characters (an escape counts 6) is cut to at most
+// limit-1 and "…" (limit <= 0: no limit).
+func appendDisplay(dst []byte, s string, limit int, json bool) []byte {
+	const hex = "0123456789abcdef"
+	in, esc := false, false // inside a JSON string; after a backslash in one
+	cols, cut := 0, len(dst)
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		i += n
+		if json {
+			switch {
+			case esc:
+				esc = false
+			case in && r == '\\':
+				esc = true
+			case r == '"':
+				in = !in
+			case !in && (r == ' ' || r == '\t' || r == '\n' || r == '\r'):
+				continue
+			}
+		}
+		w := 1
+		if unsafeRune(r) {
+			w = 6
+		}
+		if limit > 0 && cols+w > limit {
+			return append(dst[:cut], "…"...)
+		}
+		cols += w
+		switch {
+		case r == utf8.RuneError && n == 1:
+			dst = append(dst, "\ufffd"...)
+		case w == 6:
+			dst = append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		default:
+			dst = append(dst, s[i-n:i]...)
+		}
+		if cols < limit {
+			cut = len(dst)
+		}
+	}
+	return dst
+}
