@@ -16,6 +16,8 @@ func main() {
 
 // run executes one command line and returns its exit status.
 func run(args []string) int {
+	// A closed pipe then makes writes fail with EPIPE, which ends a command quietly.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	streams := iostreams.System()

@@ -27,6 +27,8 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 	root.AddCommand(
 		newCmdVersion(streams),
 		newCmdServe(streams),
+		newCmdTail(streams),
+		newCmdReplay(streams),
 	)
 	return root
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,6 +49,11 @@ func TestScripts(t *testing.T) {
 			"ingest":   cmdIngest,
 			"waitaddr": cmdWaitAddr,
 			"jsonvar":  cmdJSONVar,
+			"status":   cmdStatus,
+			"waitfile": cmdWaitFile,
+			"jsonl":    cmdJSONL,
+			"waithttp": cmdWaitHTTP,
+			"now":      cmdNow,
 		},
 	})
 }
@@ -192,6 +199,7 @@ func cmdWaitAddr(ts *testscript.TestScript, neg bool, args []string) {
 		b, err := os.ReadFile(ts.MkAbs(args[0]))
 		if addr := strings.TrimSpace(string(b)); err == nil && addr != "" {
 			ts.Setenv("EVTCTL_NODE", "http://"+addr)
+			ts.Setenv("NODE_ADDR", addr)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -214,4 +222,146 @@ func cmdJSONVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("jsonvar: %s matches nothing in stdout", args[1])
 	}
 	ts.Setenv(args[0], r.String())
+}
+
+// cmdStatus runs evtctl as a child process and checks its exit status; its output becomes
+// the command's stdout and stderr.
+//
+//	status N ARGS...
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: status N ARGS...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	cmd := exec.Command(os.Args[0], args[1:]...)
+	cmd.Dir = ts.MkAbs(".")
+	env := []string{"EVTCTL_TEST_AS_MAIN=1"}
+	for _, k := range []string{"EVTCTL_NODE", "EVTCTL_TOKEN", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "TMPDIR"} {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	ts.Stdout().Write(stdout.Bytes())
+	ts.Stderr().Write(stderr.Bytes())
+	got := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		got = ee.ExitCode()
+	} else {
+		ts.Check(err)
+	}
+	if got != want {
+		ts.Fatalf("exit status %d, want %d", got, want)
+	}
+}
+
+// cmdWaitFile waits until a file exists and its content matches a regular expression.
+//
+//	waitfile FILE [REGEXP]
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile FILE [REGEXP]")
+	}
+	re := regexp.MustCompile(".")
+	if len(args) == 2 {
+		re = regexp.MustCompile(args[1])
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		if err == nil && re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s did not match %q in time; it holds %q", args[0], re, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdJSONL checks a file (or the last stdout) of JSON lines as evtctl writes them: every line
+// is an item with a cursor, cursors strictly increase (decrease with -desc), the events' ids
+// (data.id) are unique, and there are N lines.
+//
+//	jsonl [-desc] N [FILE]
+func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
+	desc := len(args) > 0 && args[0] == "-desc"
+	if desc {
+		args = args[1:]
+	}
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: jsonl [-desc] N [FILE]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	file := "stdout"
+	if len(args) == 2 {
+		file = args[1]
+	}
+	text := ts.ReadFile(file)
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if text == "" {
+		lines = nil
+	}
+	ids := map[string]bool{}
+	prev := ""
+	for i, line := range lines {
+		if !gjson.Valid(line) {
+			ts.Fatalf("line %d is not JSON: %q", i+1, line)
+		}
+		c := gjson.Get(line, "cursor").String()
+		if c == "" {
+			ts.Fatalf("line %d has no cursor: %q", i+1, line)
+		}
+		if prev != "" && ((!desc && c <= prev) || (desc && c >= prev)) {
+			ts.Fatalf("line %d: cursor %s out of order after %s", i+1, c, prev)
+		}
+		prev = c
+		id := gjson.Get(line, "data.id").String()
+		if ids[id] {
+			ts.Fatalf("line %d: event %s repeated", i+1, id)
+		}
+		ids[id] = true
+	}
+	if len(lines) != want {
+		ts.Fatalf("%d lines, want %d", len(lines), want)
+	}
+}
+
+// cmdWaitHTTP polls a URL until its body matches a regular expression, e.g. until a tail's
+// long-poll is waiting on the node: waithttp $EVTCTL_NODE/metrics '(?m)^evtctl_waiting_readers 1$'
+//
+//	waithttp URL REGEXP
+func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waithttp URL REGEXP")
+	}
+	re := regexp.MustCompile(args[1])
+	deadline := time.Now().Add(20 * time.Second)
+	var last []byte
+	for {
+		if resp, err := http.Get(args[0]); err == nil {
+			last, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if re.Match(last) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waithttp: %s did not match %q in time; last body %q", args[0], re, last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdNow sets an environment variable to the current time in RFC 3339.
+//
+//	now NAME
+func cmdNow(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: now NAME")
+	}
+	ts.Setenv(args[0], time.Now().UTC().Format(time.RFC3339Nano))
 }

@@ -107,7 +107,7 @@ of process listings.`,
 	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
 	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
 	f.IntVar(&opts.PageDefault, "page-default", 10, "events per page when a request asks for none")
-	f.IntVar(&opts.PageMax, "page-max", 100, "most events per page")
+	f.IntVar(&opts.PageMax, "page-max", 1000, "most events per page")
 	f.DurationVar(&opts.WaitDefault, "wait-default", time.Second, "long-poll wait when a request gives none")
 	f.DurationVar(&opts.WaitMax, "wait-max", 30*time.Second, "longest long-poll wait")
 	f.Var(&opts.MaxBody, "max-body", "largest ingest request body")

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+type replayOptions struct {
+	streams *iostreams.IOStreams
+	node    nodeOptions
+	query   queryOptions
+	output  outputOptions
+
+	From     string
+	To       string
+	Since    string
+	Reverse  bool
+	Limit    int
+	PageSize int
+
+	now func() time.Time
+}
+
+func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &replayOptions{streams: streams, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Write out the events a node holds between two points",
+		Long: `Write out the events between --from and --to, oldest first (newest first with --reverse), then
+exit. It does not wait for new events; use tail for that.
+
+--from and --to each take a cursor, @FILE (the cursor in a checkpoint file, as tail --checkpoint
+writes it), an RFC 3339 time, or a duration back from now (10m). --from is exclusive: a cursor
+there was already seen. --to is inclusive and defaults to the head when the replay starts.
+--since is --from with a time or a duration.`,
+		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
+  evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
+  evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.From != "" && opts.Since != "" {
+				return usagef("--from and --since choose the same thing: give one")
+			}
+			if opts.Limit < 0 {
+				return usagef("--limit must not be negative")
+			}
+			return runReplay(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	opts.node.addFlags(f)
+	opts.query.addFlags(f)
+	opts.output.addFlags(f)
+	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
+	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
+	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
+	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
+	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
+	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
+	return cmd
+}
+
+func runReplay(ctx context.Context, opts *replayOptions) error {
+	query, err := opts.query.build()
+	if err != nil {
+		return err
+	}
+	now := opts.now()
+	from, err := parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now)
+	if err != nil {
+		return err
+	}
+	if opts.Since != "" && from.Time.IsZero() {
+		return usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
+	}
+	to, err := parsePosition("--to", opts.To, now)
+	if err != nil {
+		return err
+	}
+	c, err := opts.node.client()
+	if err != nil {
+		return err
+	}
+	r, err := opts.output.renderer(opts.streams)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(opts.streams)
+	err = c.Range(ctx, client.RangeOptions{
+		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
+		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams),
+	}, func(items []client.Item) error {
+		if err := writeItems(r, items); err != nil {
+			return err
+		}
+		prog.add(len(items))
+		return nil
+	})
+	prog.done()
+	return streamResult(ctx, err)
+}
+
+// progress shows a count on stderr while replaying, only when stderr is a terminal.
+type progress struct {
+	s     *iostreams.IOStreams
+	on    bool
+	n     int
+	start time.Time
+	shown time.Time
+}
+
+func newProgress(s *iostreams.IOStreams) *progress {
+	return &progress{s: s, on: s.IsStderrTTY(), start: time.Now()}
+}
+
+func (p *progress) add(n int) {
+	p.n += n
+	if p.on && time.Since(p.shown) > 200*time.Millisecond {
+		p.shown = time.Now()
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[Kreplayed %d events (%.0f/s)", p.n, float64(p.n)/time.Since(p.start).Seconds())
+	}
+}
+
+func (p *progress) done() {
+	if p.on && !p.shown.IsZero() {
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[Kreplayed %d events in %s\n", p.n, time.Since(p.start).Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/render"
+)
+
+type tailOptions struct {
+	streams *iostreams.IOStreams
+	node    nodeOptions
+	query   queryOptions
+	output  outputOptions
+
+	After         string
+	Since         string
+	FromStart     bool
+	Checkpoint    string
+	Count         int
+	IdleTimeout   time.Duration
+	UntilCaughtUp bool
+	OnGap         string
+	PageSize      int
+	Wait          time.Duration
+
+	now func() time.Time
+}
+
+func newCmdTail(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &tailOptions{streams: streams, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Follow a node's events as they are appended",
+		Long: `Follow the head of a node's event log with long-polling, oldest first, each matching event
+exactly once. A backlog (from --after, --since, --from-start or a checkpoint) is fetched first;
+the node's ascending-order extension keeps that in bounded memory where it is available.
+
+When the node's log no longer holds events the client had not seen (they aged out or were
+pruned), evtctl says so, naming both cursors; --on-gap decides what happens then.
+
+With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
+the output is flushed) and tail resumes from it when it exists, so a restart loses nothing.
+Connection failures are retried with backoff, honouring Retry-After.`,
+		Example: `  evtctl tail
+  evtctl tail --type 'org.openedx.learning.#' -o jsonl | jq .data.data
+  evtctl tail -q "data.total > 100" --since 10m --count 20
+  evtctl tail --checkpoint consumer.cursor --on-gap fail -o ce >> events.jsonl`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch opts.OnGap {
+			case "warn", "fail", "ignore":
+			default:
+				return usagef("--on-gap must be warn, fail or ignore, got %q", opts.OnGap)
+			}
+			if n := countSet(opts.After != "", opts.Since != "", opts.FromStart); n > 1 {
+				return usagef("--after, --since and --from-start choose the same thing: give one")
+			}
+			if opts.Count < 0 {
+				return usagef("--count must not be negative")
+			}
+			return runTail(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	opts.node.addFlags(f)
+	opts.query.addFlags(f)
+	opts.output.addFlags(f)
+	f.StringVar(&opts.After, "after", "", "start after this cursor")
+	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (10m) or an RFC 3339 time")
+	f.BoolVar(&opts.FromStart, "from-start", false, "start at the oldest event the node holds")
+	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE when it exists, and keep it updated")
+	f.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
+	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "exit when no event arrives for this long (0: never)")
+	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head has been written")
+	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
+	f.IntVar(&opts.PageSize, "page-size", 100, "events per request")
+	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request (the node may cap it)")
+	return cmd
+}
+
+func countSet(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// errStop ends a stream early and successfully: --count, --until-caught-up, --idle-timeout.
+var errStop = errors.New("stop")
+
+// gapError is a gap with --on-gap fail: exit status 3.
+func gapError(g *client.Gap) error {
+	return &statusError{exitLost, fmt.Errorf("events were lost: the node no longer holds events after cursor %s; its log now starts at %s", g.After, g.Oldest)}
+}
+
+func warnGap(s *iostreams.IOStreams, g *client.Gap) {
+	fmt.Fprintf(s.ErrOut, "evtctl: warning: events were lost: the node no longer holds events after cursor %s; its log now starts at %s\n", g.After, g.Oldest)
+}
+
+func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
+	return func(err error, attempt int, delay time.Duration) {
+		fmt.Fprintf(s.ErrOut, "evtctl: %v; retrying in %s (attempt %d)\n", err, delay.Round(100*time.Millisecond), attempt)
+	}
+}
+
+func runTail(ctx context.Context, opts *tailOptions) error {
+	query, err := opts.query.build()
+	if err != nil {
+		return err
+	}
+	c, err := opts.node.client()
+	if err != nil {
+		return err
+	}
+	r, err := opts.output.renderer(opts.streams)
+	if err != nil {
+		return err
+	}
+	so := client.StreamOptions{
+		Query: query, After: opts.After, FromStart: opts.FromStart,
+		PageSize: opts.PageSize, Wait: opts.Wait, OnRetry: retryReporter(opts.streams),
+	}
+	if opts.After != "" {
+		if _, err := cursor.Parse(opts.After); err != nil {
+			return usagef("--after: %v", err)
+		}
+	}
+	if opts.Since != "" {
+		p, err := parsePosition("--since", opts.Since, opts.now())
+		if err != nil {
+			return err
+		}
+		if p.Time.IsZero() {
+			return usagef("--since takes a duration or a time; use --after for a cursor")
+		}
+		so.Since = p.Time
+	}
+	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
+	if ck.path != "" {
+		cp, ok, err := cursor.LoadCheckpoint(ck.path)
+		if err != nil {
+			return err
+		}
+		if ok {
+			so.After, so.Since, so.FromStart = cp.Cursor, time.Time{}, false
+			ck.saved = cp.Cursor
+		}
+	}
+	if opts.streams.IsStderrTTY() {
+		from := "the head"
+		switch {
+		case so.After != "":
+			from = "cursor " + so.After
+		case !so.Since.IsZero():
+			from = so.Since.Format(time.RFC3339)
+		case so.FromStart:
+			from = "the oldest event"
+		}
+		fmt.Fprintf(opts.streams.ErrOut, "following %s from %s; Ctrl-C to stop\n", c.Node(), from)
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := newIdleTimer(opts.IdleTimeout, func() { cancel(errStop) })
+	defer idle.stop()
+
+	written := 0
+	err = c.Stream(ctx, so, func(b client.Batch) error {
+		if b.Gap != nil {
+			switch opts.OnGap {
+			case "fail":
+				return gapError(b.Gap)
+			case "warn":
+				warnGap(opts.streams, b.Gap)
+			}
+		}
+		items := b.Items
+		if opts.Count > 0 && written+len(items) > opts.Count {
+			items = items[:opts.Count-written]
+		}
+		if len(items) > 0 {
+			idle.reset()
+		}
+		if err := writeItems(r, items); err != nil {
+			return err
+		}
+		written += len(items)
+		cur := b.Cursor
+		if len(items) < len(b.Items) {
+			cur = items[len(items)-1].Cursor // --count cut the batch
+		}
+		if err := ck.update(cur, false); err != nil {
+			return err
+		}
+		if (opts.Count > 0 && written >= opts.Count) || (opts.UntilCaughtUp && b.CaughtUp) {
+			return errStop
+		}
+		return nil
+	})
+	if ferr := ck.update("", true); ferr != nil && err == nil {
+		err = ferr
+	}
+	return streamResult(ctx, err)
+}
+
+// streamResult maps how a stream ended to the command's result.
+func streamResult(ctx context.Context, err error) error {
+	switch {
+	case err == nil, errors.Is(err, errStop), closedPipe(err):
+		return nil
+	case errors.Is(context.Cause(ctx), errStop):
+		return nil
+	}
+	return err
+}
+
+// writeItems renders items and flushes them: one write per delivered batch.
+func writeItems(r *render.Renderer, items []client.Item) error {
+	for _, it := range items {
+		if err := r.Item(it); err != nil {
+			return err
+		}
+	}
+	return r.Flush()
+}
+
+// checkpointer keeps a checkpoint file up to date, at most every interval, and always on
+// the way out. It is updated only after the output it describes has been flushed.
+type checkpointer struct {
+	path, node, query string
+	saved, pending    string
+	last              time.Time
+}
+
+const checkpointInterval = 200 * time.Millisecond
+
+func (c *checkpointer) update(cur string, final bool) error {
+	if c.path == "" {
+		return nil
+	}
+	if cur != "" {
+		c.pending = cur
+	}
+	if c.pending == "" || c.pending == c.saved || (!final && time.Since(c.last) < checkpointInterval) {
+		return nil
+	}
+	err := cursor.SaveCheckpoint(c.path, cursor.Checkpoint{Cursor: c.pending, Node: c.node, Query: c.query, Updated: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	c.saved, c.last = c.pending, time.Now()
+	return nil
+}
+
+// idleTimer calls fire when reset has not been called for d; d = 0 never fires.
+type idleTimer struct {
+	mu sync.Mutex
+	t  *time.Timer
+	d  time.Duration
+}
+
+func newIdleTimer(d time.Duration, fire func()) *idleTimer {
+	it := &idleTimer{d: d}
+	if d > 0 {
+		it.t = time.AfterFunc(d, fire)
+	}
+	return it
+}
+
+func (it *idleTimer) reset() {
+	if it.t != nil {
+		it.mu.Lock()
+		it.t.Reset(it.d)
+		it.mu.Unlock()
+	}
+}
+
+func (it *idleTimer) stop() {
+	if it.t != nil {
+		it.t.Stop()
+	}
+}
