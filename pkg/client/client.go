@@ -55,7 +55,8 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 16
-		tr.ResponseHeaderTimeout = 0 // long-polls hold the response; the request context bounds it
+		tr.ReadBufferSize = 256 << 10 // replay pages run to megabytes: fewer, larger reads
+		tr.ResponseHeaderTimeout = 0  // long-polls hold the response; the request context bounds it
 		if opts.CAFile != "" || opts.Insecure {
 			cfg := &tls.Config{InsecureSkipVerify: opts.Insecure} //nolint:gosec // the user asked for it
 			if opts.CAFile != "" {
@@ -333,14 +334,24 @@ func parseReply(data []byte) (*Reply, error) {
 	if !top.IsObject() {
 		return nil, bad("not a JSON object")
 	}
-	if e := top.Get("error"); e.Exists() && e.Type != gjson.Null {
+	// One walk over the top level: Get would scan the whole result for each name.
+	var res, rpcErr gjson.Result
+	top.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "result":
+			res = v
+		case "error":
+			rpcErr = v
+		}
+		return true
+	})
+	if rpcErr.Exists() && rpcErr.Type != gjson.Null {
 		var re RPCError
-		if err := json.Unmarshal([]byte(e.Raw), &re); err != nil {
+		if err := json.Unmarshal([]byte(rpcErr.Raw), &re); err != nil {
 			return nil, bad("an error member that is not a JSON-RPC error")
 		}
 		return nil, &re
 	}
-	res := top.Get("result")
 	if !res.IsObject() {
 		return nil, bad("no result and no error")
 	}

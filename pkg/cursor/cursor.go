@@ -85,18 +85,25 @@ const hexDigits = "0123456789abcdef"
 
 // String formats the cursor; the empty cursor formats as "".
 func (c Cursor) String() string {
-	if c.IsZero() {
-		return ""
-	}
 	var b [tsDigits + 1 + 16]byte
-	putHex(b[:tsDigits], uint64(c.TS))
-	b[tsDigits] = '-'
+	return string(c.Append(b[:0]))
+}
+
+// Append appends the cursor's text to b (nothing for the empty cursor).
+func (c Cursor) Append(b []byte) []byte {
+	if c.IsZero() {
+		return b
+	}
 	w := c.Width
 	if w <= 0 || w > 16 {
 		w = NodeWidth
 	}
-	putHex(b[tsDigits+1:tsDigits+1+w], c.Seq)
-	return string(b[:tsDigits+1+w])
+	n := len(b)
+	b = append(b, make([]byte, tsDigits+1+w)...)
+	putHex(b[n:n+tsDigits], uint64(c.TS))
+	b[n+tsDigits] = '-'
+	putHex(b[n+tsDigits+1:], c.Seq)
+	return b
 }
 
 func putHex(dst []byte, v uint64) {

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -332,6 +331,7 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 	}
 	limit := max(q.Max, 1)
 	page.Items = make([]Item, 0, min(limit, 1024))
+	var arena arena
 	fn := func(r *rec) bool {
 		if q.Match != nil && !q.Match(r.json) {
 			return true
@@ -343,7 +343,7 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 		page.Items = append(page.Items, Item{
 			Cursor: cursor.New(r.ts, r.seq, cursor.NodeWidth),
 			Type:   string(r.typ),
-			JSON:   bytes.Clone(r.json), // the read buffer is reused
+			JSON:   arena.copy(r.json), // the read buffer is reused
 		})
 		return true
 	}
@@ -397,4 +397,16 @@ func (l *Log) oldestIn(sn *snapshot) (cursor.Cursor, error) {
 	}
 	l.mu.Unlock()
 	return c, nil
+}
+
+// arena copies the items of one page into a few large allocations rather than one each.
+type arena struct{ buf []byte }
+
+func (a *arena) copy(b []byte) []byte {
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, max(256<<10, len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
 }

@@ -269,19 +269,35 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			if i > 0 {
 				out.WriteByte(',')
 			}
-			s.call(r.Context(), &out, raw)
+			id, result, rerr := s.call(r.Context(), raw)
+			appendRPC(&out, id, result, rerr)
 		}
 		out.WriteByte(']')
 		writeRaw(w, out.Bytes())
 		return
 	}
-	s.call(r.Context(), &out, body)
-	writeRaw(w, out.Bytes())
+	id, result, rerr := s.call(r.Context(), body)
+	if rerr != nil {
+		appendRPC(&out, id, nil, rerr)
+		writeRaw(w, out.Bytes())
+		return
+	}
+	// Write the envelope around the result rather than copying a page of up to megabytes.
+	appendRPC(&out, id, nil, nil)
+	head := out.Bytes()[:out.Len()-1] // without the closing brace
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+2))
+	_, _ = w.Write(head)
+	_, _ = w.Write(result)
+	_, _ = w.Write([]byte("}\n"))
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {
+	b = append(b, '\n')
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
+	// A length lets the client read a large page in one allocation, not chunk by chunk.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
 }
 
 func (s *Server) writeRPC(w http.ResponseWriter, out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
@@ -307,37 +323,28 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 	out.WriteByte('}')
 }
 
-// call answers one JSON-RPC request object.
-func (s *Server) call(ctx context.Context, out *bytes.Buffer, raw []byte) {
+// call answers one JSON-RPC request object: the id to echo, and a result or an error.
+func (s *Server) call(ctx context.Context, raw []byte) (json.RawMessage, []byte, *rpcError) {
 	var req rpcRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || !json.Valid(raw) {
-			appendRPC(out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
-		} else {
-			appendRPC(out, nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error()))
+			return nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error())
 		}
-		return
+		return nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
 	}
 	if req.JSONRPC != "2.0" {
-		appendRPC(out, req.ID, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`))
-		return
+		return req.ID, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
 	}
 	if req.Method != "events" {
-		appendRPC(out, req.ID, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method)))
-		return
+		return req.ID, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
 	}
 	p, err := decodeParams(req.Params)
 	if err != nil {
-		appendRPC(out, req.ID, nil, newRPCError(codeInvalidParams, err.Error()))
-		return
+		return req.ID, nil, newRPCError(codeInvalidParams, err.Error())
 	}
 	result, rerr := s.events(ctx, p)
-	if rerr != nil {
-		appendRPC(out, req.ID, nil, rerr)
-		return
-	}
-	appendRPC(out, req.ID, result, nil)
+	return req.ID, result, rerr
 }
 
 func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
@@ -435,9 +442,10 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 // encodePage writes the result object by hand: each item's data is the stored CloudEvent
 // JSON, copied as is rather than decoded and encoded again.
 func encodePage(p eventlog.Page, ascending bool) []byte {
-	n := 64
+	n := 128 // the envelope of the page, with two cursors
 	for _, it := range p.Items {
-		n += len(it.JSON) + len(it.Type) + 64
+		// {"cursor":"<33>","event":"<type>","data":<json>}, a comma, and room for escapes.
+		n += len(it.JSON) + len(it.Type) + 96
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"items":[`...)
@@ -446,7 +454,7 @@ func encodePage(p eventlog.Page, ascending bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"cursor":"`...)
-		b = append(b, it.Cursor.String()...)
+		b = it.Cursor.Append(b)
 		b = append(b, `","event":`...)
 		b = appendJSONString(b, it.Type)
 		b = append(b, `,"data":`...)
@@ -456,9 +464,9 @@ func encodePage(p eventlog.Page, ascending bool) []byte {
 	b = append(b, `],"more":`...)
 	b = strconv.AppendBool(b, p.More)
 	b = append(b, `,"oldest":"`...)
-	b = append(b, p.Oldest.String()...)
+	b = p.Oldest.Append(b)
 	b = append(b, `","newest":"`...)
-	b = append(b, p.Newest.String()...)
+	b = p.Newest.Append(b)
 	b = append(b, '"')
 	if ascending {
 		b = append(b, `,"order":"asc"`...)
