@@ -617,12 +617,7 @@ func (l *Log) Stats() Stats {
 	if l.committed >= l.low {
 		st.Items = l.committed - l.low + 1
 	}
-	for _, s := range l.segs {
-		st.Bytes += uint64(s.size - segHeaderSize)
-	}
-	if len(l.segs) > 0 {
-		st.Bytes -= uint64(bytesBefore(l.segs[0], l.low))
-	}
+	st.Bytes = uint64(l.retainedBytesLocked())
 	st.Newest = l.newestLocked()
 	l.mu.RUnlock()
 	st.Oldest = l.oldest()

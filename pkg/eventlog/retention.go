@@ -37,13 +37,7 @@ func (l *Log) applyCaps() {
 	if l.opts.MaxBytes <= 0 {
 		return
 	}
-	var total int64
-	for _, s := range l.segs {
-		if s.count > 0 && s.lastSeq() >= l.low {
-			total += s.size - segHeaderSize - bytesBefore(s, l.low)
-		}
-	}
-	excess := total - l.opts.MaxBytes
+	excess := l.retainedBytesLocked() - l.opts.MaxBytes
 	for _, s := range l.segs {
 		if excess <= 0 {
 			return
@@ -66,6 +60,18 @@ func (l *Log) applyCaps() {
 		}
 		return
 	}
+}
+
+// retainedBytesLocked counts the bytes of retained items (to block granularity), leaving
+// out segments below the low mark that the pruner has not deleted yet.
+func (l *Log) retainedBytesLocked() int64 {
+	var total int64
+	for _, s := range l.segs {
+		if s.count > 0 && s.lastSeq() >= l.low {
+			total += s.size - segHeaderSize - bytesBefore(s, l.low)
+		}
+	}
+	return total
 }
 
 // applyWindow drops items older than the time window.
