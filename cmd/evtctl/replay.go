@@ -23,6 +23,7 @@ type replayOptions struct {
 	Reverse  bool
 	Limit    int
 	PageSize int
+	RetryFor time.Duration
 
 	now func() time.Time
 }
@@ -63,6 +64,7 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
+	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
 }
 
@@ -95,6 +97,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams),
+		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {
 			return err

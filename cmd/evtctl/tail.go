@@ -31,6 +31,7 @@ type tailOptions struct {
 	OnGap         string
 	PageSize      int
 	Wait          time.Duration
+	RetryFor      time.Duration
 
 	now func() time.Time
 }
@@ -84,6 +85,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request (the node may cap it)")
+	f.DurationVar(&opts.RetryFor, "retry-for", 0, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
 }
 
@@ -131,6 +133,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	so := client.StreamOptions{
 		Query: query, After: opts.After, FromStart: opts.FromStart,
 		PageSize: opts.PageSize, Wait: opts.Wait, OnRetry: retryReporter(opts.streams),
+		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}
 	if opts.After != "" {
 		if _, err := cursor.Parse(opts.After); err != nil {

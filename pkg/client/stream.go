@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 type Backoff struct {
 	Initial time.Duration // first delay; default 200ms
 	Max     time.Duration // cap; default 15s
+	GiveUp  time.Duration // stop retrying once failures have lasted this long; 0: never
 }
 
 func (b Backoff) delay(attempt int) time.Duration {
@@ -38,6 +40,7 @@ type RetryFunc func(err error, attempt int, delay time.Duration)
 
 // eventsRetry calls Events until it succeeds, fails for good, or ctx ends.
 func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetry RetryFunc) (*Reply, error) {
+	var failingSince time.Time
 	for attempt := 0; ; attempt++ {
 		r, err := c.Events(ctx, req)
 		if err == nil {
@@ -50,6 +53,12 @@ func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetr
 			return nil, err
 		}
 		d := max(b.delay(attempt), retryAfterOf(err))
+		if attempt == 0 {
+			failingSince = time.Now()
+		}
+		if b.GiveUp > 0 && time.Since(failingSince)+d > b.GiveUp {
+			return nil, fmt.Errorf("%w (gave up after retrying for %s)", err, time.Since(failingSince).Round(time.Second))
+		}
 		if onRetry != nil {
 			onRetry(err, attempt+1, d)
 		}
