@@ -129,6 +129,9 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 		}
 	}
 	asc := true // until the node shows it lacks the extension
+	// A start time older than the log is not a loss the caller could have prevented (the
+	// log may simply be younger): gaps count from the first reply on.
+	fromTime := opts.After == "" && !opts.Since.IsZero()
 	for {
 		r, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Wait: opts.Wait, Ascending: asc}, opts.Backoff, opts.OnRetry)
 		if err != nil {
@@ -154,7 +157,10 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 			slices.Reverse(items)
 			b.Items, b.CaughtUp = items, true
 		}
-		b.Gap = detectGap(last, oldest)
+		if !fromTime {
+			b.Gap = detectGap(last, oldest)
+		}
+		fromTime = false
 		switch {
 		case len(b.Items) > 0:
 			b.Cursor = b.Items[len(b.Items)-1].Cursor
