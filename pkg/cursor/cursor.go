@@ -99,7 +99,8 @@ func (c Cursor) Append(b []byte) []byte {
 		w = NodeWidth
 	}
 	n := len(b)
-	b = append(b, make([]byte, tsDigits+1+w)...)
+	var room [tsDigits + 1 + 16]byte
+	b = append(b, room[:tsDigits+1+w]...)
 	putHex(b[n:n+tsDigits], uint64(c.TS))
 	b[n+tsDigits] = '-'
 	putHex(b[n+tsDigits+1:], c.Seq)
