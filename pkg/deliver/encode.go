@@ -1,0 +1,168 @@
+package deliver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
+// HTTP binding requires: space, '"', '%' and every byte outside 0x21-0x7E
+// (so each byte of a non-ASCII UTF-8 sequence) become %XX with upper-case
+// hex digits; other bytes are kept. A value needing no encoding is
+// returned unchanged.
+func EncodeHeaderValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if needsEscape(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if needsEscape(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func needsEscape(c byte) bool {
+	return c < 0x21 || c > 0x7e || c == '"' || c == '%'
+}
+
+// binaryRequest is an event split into binary-mode headers and body.
+type binaryRequest struct {
+	header http.Header
+	body   []byte
+}
+
+// toBinary maps one event in the JSON format to the HTTP binary content
+// mode: every attribute and extension becomes a percent-encoded ce- header,
+// datacontenttype becomes Content-Type, and the data becomes the body.
+func toBinary(event []byte) (binaryRequest, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(event, &members); err != nil {
+		return binaryRequest{}, fmt.Errorf("decoding the event: %w", err)
+	}
+	if members == nil {
+		return binaryRequest{}, fmt.Errorf("decoding the event: not a JSON object")
+	}
+	h := make(http.Header, len(members))
+	var ct string
+	hasCT := false
+	if raw, ok := members["datacontenttype"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &ct); err != nil {
+			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\": not a string")
+		}
+		if strings.ContainsAny(ct, "\r\n\x00") {
+			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\" %q contains a control character", ct)
+		}
+		hasCT = true
+		h["Content-Type"] = []string{ct}
+	}
+	for name, raw := range members {
+		switch name {
+		case "datacontenttype", "data", "data_base64":
+			continue
+		}
+		if !validAttrName(name) {
+			return binaryRequest{}, fmt.Errorf("member %q is not a valid CloudEvents attribute name and cannot be sent as a ce- header", name)
+		}
+		v, ok, err := attrString(raw)
+		if err != nil {
+			return binaryRequest{}, fmt.Errorf("attribute %q: %w", name, err)
+		}
+		if ok {
+			h[http.CanonicalHeaderKey("ce-"+name)] = []string{EncodeHeaderValue(v)}
+		}
+	}
+	var body []byte
+	data, hasData := members["data"]
+	data64, hasData64 := members["data_base64"]
+	switch {
+	case hasData && hasData64 && !isNull(data) && !isNull(data64):
+		return binaryRequest{}, fmt.Errorf("the event has both \"data\" and \"data_base64\"")
+	case hasData64 && !isNull(data64):
+		var s string
+		if err := json.Unmarshal(data64, &s); err != nil {
+			return binaryRequest{}, fmt.Errorf("member \"data_base64\": not a string")
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return binaryRequest{}, fmt.Errorf("member \"data_base64\": %w", err)
+		}
+		body = b
+	case hasData && !isNull(data):
+		body = data
+		// A JSON string under a non-JSON content type is the data's text.
+		if hasCT && !isJSONMediaType(ct) && data[0] == '"' {
+			var s string
+			if err := json.Unmarshal(data, &s); err != nil {
+				return binaryRequest{}, fmt.Errorf("member \"data\": %w", err)
+			}
+			body = []byte(s)
+		}
+	}
+	return binaryRequest{header: h, body: body}, nil
+}
+
+// attrString returns the header form of an attribute's JSON value: a
+// string's text, or the literal of a number or boolean. A null means the
+// attribute is absent (ok false).
+func attrString(raw json.RawMessage) (s string, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || isNull(raw) {
+		return "", false, nil
+	}
+	switch raw[0] {
+	case '"':
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	case '{', '[':
+		return "", false, fmt.Errorf("a JSON object or array is not a CloudEvents attribute value")
+	default: // number, true, false
+		return string(raw), true, nil
+	}
+}
+
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+func validAttrName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSONMediaType reports whether ct is application/json, */json or
+// */*+json, ignoring parameters and case.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	}
+	_, sub, _ := strings.Cut(mt, "/")
+	return sub == "json" || strings.HasSuffix(sub, "+json")
+}
