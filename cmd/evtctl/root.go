@@ -29,6 +29,8 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 		newCmdServe(streams),
 		newCmdTail(streams),
 		newCmdReplay(streams),
+		newCmdEmit(streams),
+		newCmdLint(streams),
 	)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
 )
 
 // Spec describes the events to make. String fields may hold Go templates, executed per
@@ -218,11 +219,14 @@ func isJSONType(ct string) bool {
 // FillDefaults completes a CloudEvent read from a JSON line: specversion "1.0", an id (UUID1)
 // and a time (now) when they are missing. Other members are kept as they are.
 func FillDefaults(line []byte, now time.Time) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+	if !gjson.ValidBytes(line) || !gjson.ParseBytes(line).IsObject() {
+		return nil, fmt.Errorf("not a JSON object: %.60q", line)
 	}
-	missing := func(k string) bool { v, ok := m[k]; return !ok || string(v) == "null" }
+	got := gjson.GetManyBytes(line, "specversion", "id", "time")
+	missing := func(k string) bool {
+		r := got[map[string]int{"specversion": 0, "id": 1, "time": 2}[k]]
+		return !r.Exists() || r.Type == gjson.Null
+	}
 	if !missing("specversion") && !missing("id") && !missing("time") {
 		return line, nil
 	}

@@ -1,0 +1,510 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/evtctl/evtctl/pkg/cevent"
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/deliver"
+	"github.com/evtctl/evtctl/pkg/eventgen"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/lint"
+	"github.com/evtctl/evtctl/pkg/outbox"
+)
+
+type emitOptions struct {
+	streams *iostreams.IOStreams
+	node    nodeOptions
+
+	To              string
+	Type            string
+	Source          string
+	ID              string
+	Subject         string
+	Time            string
+	Data            string
+	DataContentType string
+	Ext             []string
+	Mode            string
+	BatchSize       int
+	Headers         []string
+	Count           int
+	Rate            float64
+	File            string
+	Spool           string
+	Flush           string
+	Output          string
+	MaxAttempts     int
+	Timeout         time.Duration
+	Strict          bool
+	Concurrency     int
+
+	now func() time.Time
+}
+
+func newCmdEmit(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &emitOptions{streams: streams, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "emit",
+		Short: "Send CloudEvents to a node or any CloudEvents HTTP receiver",
+		Long: `Send test CloudEvents: one from flags, --count of them from templates, or JSON lines from
+--file (one CloudEvent in JSON format per line; - for stdin).
+
+Defaults follow OEP-41: specversion 1.0, id a UUID1, time now in UTC, datacontenttype
+application/json, and the extensions minorversion 0 and pii false.
+
+Templates in --type, --source, --id, --subject, --data and --ext values see {{.Seq}} (1, 2, …)
+and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
+
+Delivery: transport errors and 5xx are retried with backoff; 429 and 503 honour Retry-After;
+any other 4xx is not retried and the receiver's reason is printed; 410 Gone stops. With
+--spool DIR each request's events are written durably to DIR before they are sent and removed
+after a 2xx, so an interrupted emit or a node that is down loses nothing: --flush DIR sends what
+is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
+		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop --data '{"total": 12.5}'
+  evtctl emit --count 1000 --rate 200 --type org.example.test.v1 --source /load --data '{"n": {{.Seq}}}'
+  evtctl emit --file events.jsonl --mode batch --batch-size 500
+  evtctl emit --to http://localhost:8080/webhook --mode structured --type t --source /s
+  evtctl emit --spool ./outbox --count 100 --type t --source /s; evtctl emit --flush ./outbox`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			return runEmit(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	opts.node.addFlags(f)
+	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver instead of a node")
+	f.StringVar(&opts.Type, "type", "", "event type, e.g. org.openedx.learning.course.enrollment.created.v1")
+	f.StringVar(&opts.Source, "source", "", "event source (URI-reference), e.g. /openedx/lms/web")
+	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
+	f.StringVar(&opts.Subject, "subject", "", "event subject")
+	f.StringVar(&opts.Time, "time", "", "event time, RFC 3339 (default: now, UTC)")
+	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
+	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
+	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
+	f.StringVar(&opts.Mode, "mode", "binary", "HTTP content mode: binary, structured or batch")
+	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
+	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
+	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
+	f.Float64Var(&opts.Rate, "rate", 0, "events per second, spread evenly (0: as fast as the receiver takes them)")
+	f.StringVar(&opts.File, "file", "", "send the CloudEvents in this JSON-lines file (- for stdin)")
+	f.StringVar(&opts.Spool, "spool", "", "write events durably to this directory before sending; remove them once delivered")
+	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
+	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
+	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
+	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
+	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
+	f.StringVarP(&opts.Output, "output", "o", "", "text or json: one line per accepted event (default text on a terminal, json otherwise)")
+	return cmd
+}
+
+func (o *emitOptions) validate(cmd *cobra.Command) error {
+	switch o.Mode {
+	case "binary", "structured", "batch":
+	default:
+		return usagef("--mode must be binary, structured or batch, got %q", o.Mode)
+	}
+	switch o.Output {
+	case "", "text", "json":
+	default:
+		return usagef("--output must be text or json, got %q", o.Output)
+	}
+	if o.BatchSize < 1 {
+		return usagef("--batch-size must be at least 1")
+	}
+	if o.Concurrency < 1 {
+		return usagef("--concurrency must be at least 1")
+	}
+	if o.MaxAttempts < 1 {
+		return usagef("--max-attempts must be at least 1")
+	}
+	if o.Count < 0 || o.Rate < 0 {
+		return usagef("--count and --rate must not be negative")
+	}
+	if o.To != "" && cmd.Flags().Changed("node") {
+		return usagef("--to and --node choose the target: give one")
+	}
+	if o.Flush != "" {
+		if o.File != "" || o.Count > 0 || o.Spool != "" {
+			return usagef("--flush sends what a spool holds; it takes no --file, --count or --spool")
+		}
+		return nil
+	}
+	if o.File != "" {
+		for _, f := range []string{"type", "source", "id", "subject", "time", "data", "data-content-type", "ext", "count"} {
+			if cmd.Flags().Changed(f) {
+				return usagef("--file sends the events in the file as they are; --%s does not apply", f)
+			}
+		}
+		return nil
+	}
+	if o.Type == "" || o.Source == "" {
+		return usagef("--type and --source are required (or give --file)")
+	}
+	return nil
+}
+
+// target resolves where events go and the sender options.
+func (o *emitOptions) sender() (*deliver.Sender, error) {
+	url := o.To
+	token := o.node.Token
+	if url == "" {
+		base, err := client.NormalizeNode(firstNonEmpty(o.node.Node, os.Getenv("EVTCTL_NODE"), "http://"+defaultListen))
+		if err != nil {
+			return nil, usagef("--node: %v", err)
+		}
+		url = base + "/events"
+		token = firstNonEmpty(token, os.Getenv("EVTCTL_TOKEN"), os.Getenv("EVTCTL_INGEST_TOKEN"))
+	}
+	h := http.Header{}
+	for _, kv := range o.Headers {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("-H %q: want 'Name: value'", kv)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
+	s, err := deliver.New(deliver.Options{
+		URL: url, Mode: mode, Headers: h, Token: token, Timeout: o.Timeout,
+		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
+		OnRetry: func(attempt int, delay time.Duration, err error) {
+			fmt.Fprintf(o.streams.ErrOut, "evtctl: %v; retrying in %s (attempt %d)\n", err, delay.Round(100*time.Millisecond), attempt)
+		},
+	})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return s, nil
+}
+
+// source yields the events to send, one at a time, as validated CloudEvents JSON.
+type source func() ([]byte, error) // io.EOF when done
+
+func (o *emitOptions) source() (source, error) {
+	lim := cevent.Limits{}
+	check := func(n int, b []byte) ([]byte, error) {
+		if _, err := cevent.DecodeStructured(b, lim); err != nil {
+			return nil, usagef("event %d is not a valid CloudEvent: %v", n, err)
+		}
+		if o.Strict {
+			fs := lint.Check(b, lint.Options{})
+			for _, f := range fs {
+				fmt.Fprintf(o.streams.ErrOut, "event %d: %s\n", n, f)
+			}
+			if lint.HasErrors(fs) {
+				return nil, fmt.Errorf("event %d does not pass lint (--strict); nothing more is sent", n)
+			}
+		}
+		return b, nil
+	}
+	if o.File != "" {
+		var r io.Reader = o.streams.In
+		if o.File != "-" {
+			f, err := os.Open(o.File)
+			if err != nil {
+				return nil, usagef("--file: %v", err)
+			}
+			r = f // closed at exit
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		line := 0
+		return func() ([]byte, error) {
+			for sc.Scan() {
+				line++
+				b := []byte(strings.TrimSpace(sc.Text()))
+				if len(b) == 0 {
+					continue
+				}
+				full, err := eventgen.FillDefaults(b, o.now())
+				if err != nil {
+					return nil, usagef("--file line %d: %v", line, err)
+				}
+				return check(line, full)
+			}
+			if err := sc.Err(); err != nil {
+				return nil, fmt.Errorf("--file: %w", err)
+			}
+			return nil, io.EOF
+		}, nil
+	}
+	data, err := o.readData()
+	if err != nil {
+		return nil, err
+	}
+	exts := map[string]string{}
+	for _, kv := range o.Ext {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--ext %q: want KEY=VALUE", kv)
+		}
+		exts[k] = v
+	}
+	g, err := eventgen.New(eventgen.Spec{
+		Type: o.Type, Source: o.Source, ID: o.ID, Subject: o.Subject, Time: o.Time,
+		Data: data, DataContentType: o.DataContentType, Extensions: exts,
+	}, o.now)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	count := max(o.Count, 1)
+	if count > 1 && o.ID != "" && !strings.Contains(o.ID, "{{") {
+		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
+	}
+	seq := 0
+	return func() ([]byte, error) {
+		if seq == count {
+			return nil, io.EOF
+		}
+		seq++
+		b, err := g.Event(seq)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		return check(seq, b)
+	}, nil
+}
+
+func (o *emitOptions) readData() (string, error) {
+	switch {
+	case o.Data == "-":
+		b, err := io.ReadAll(o.streams.In)
+		if err != nil {
+			return "", fmt.Errorf("--data -: %w", err)
+		}
+		return strings.TrimRight(string(b), "\n"), nil
+	case strings.HasPrefix(o.Data, "@"):
+		b, err := os.ReadFile(o.Data[1:])
+		if err != nil {
+			return "", usagef("--data: %v", err)
+		}
+		return strings.TrimRight(string(b), "\n"), nil
+	}
+	return o.Data, nil
+}
+
+// emitResult is one line of emit's output.
+type emitResult struct {
+	ID        string `json:"id"`
+	Cursor    string `json:"cursor,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Status    int    `json:"status"`
+}
+
+func runEmit(ctx context.Context, opts *emitOptions) error {
+	s, err := opts.sender()
+	if err != nil {
+		return err
+	}
+	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
+	out := bufio.NewWriter(opts.streams.Out)
+	defer out.Flush()
+	sent, dups := 0, 0
+	start := time.Now()
+	report := func(events [][]byte, res []deliver.Result) error {
+		for i, r := range res {
+			id := eventID(events[i])
+			sent++
+			if r.Duplicate {
+				dups++
+			}
+			if jsonOut {
+				b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
+				out.Write(append(b, '\n'))
+			} else {
+				line := fmt.Sprintf("sent %s (%d)", id, r.Status)
+				if r.Cursor != "" {
+					line += " at " + r.Cursor
+				}
+				if r.Duplicate {
+					line += ", a duplicate of an event already there"
+				}
+				fmt.Fprintln(out, line)
+			}
+		}
+		return out.Flush()
+	}
+	var spool *outbox.Spool
+	if dir := firstNonEmpty(opts.Spool, opts.Flush); dir != "" {
+		if spool, err = outbox.Open(dir); err != nil {
+			return err
+		}
+		defer spool.Close()
+	}
+	send := func(events [][]byte) error {
+		res, err := s.Send(ctx, events)
+		if err != nil {
+			return deliveryError(err)
+		}
+		return report(events, res)
+	}
+	if opts.Flush != "" {
+		pending, err := spool.Pending()
+		if err != nil {
+			return err
+		}
+		for _, e := range pending {
+			events, err := e.Events()
+			if err != nil {
+				return err
+			}
+			if err := send(events); err != nil {
+				return err
+			}
+			if err := spool.Done(e); err != nil {
+				return err
+			}
+		}
+		opts.summary(sent, dups, start)
+		return nil
+	}
+
+	next, err := opts.source()
+	if err != nil {
+		return err
+	}
+	group := 1
+	if opts.Mode == "batch" {
+		group = opts.BatchSize
+	}
+	var lim *rate.Limiter
+	if opts.Rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(opts.Rate), group)
+	}
+	// The reader makes groups of events (spooling each before it is sent); --concurrency
+	// senders deliver them. With one sender, events arrive in order.
+	type job struct {
+		events [][]byte
+		entry  outbox.Entry
+	}
+	jobs := make(chan job, opts.Concurrency)
+	g, gctx := errgroup.WithContext(ctx)
+	var mu sync.Mutex // report writes to stdout
+	for range opts.Concurrency {
+		g.Go(func() error {
+			for j := range jobs {
+				res, err := s.Send(gctx, j.events)
+				if err != nil {
+					return deliveryError(err)
+				}
+				mu.Lock()
+				err = report(j.events, res)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+				if spool != nil {
+					if err := spool.Done(j.entry); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	// The reader runs beside the senders: a bad event it finds stops it, while the groups
+	// already handed over are still delivered (a failed delivery stops the reader).
+	readerDone := make(chan error, 1)
+	go func() {
+		readerDone <- func() error {
+			defer close(jobs)
+			for done := false; !done; {
+				var events [][]byte
+				for len(events) < group {
+					b, err := next()
+					if err == io.EOF {
+						done = true
+						break
+					}
+					if err != nil {
+						return err
+					}
+					events = append(events, b)
+				}
+				if len(events) == 0 {
+					return nil
+				}
+				if lim != nil {
+					if err := lim.WaitN(gctx, len(events)); err != nil {
+						return err
+					}
+				}
+				j := job{events: events}
+				if spool != nil {
+					var err error
+					if j.entry, err = spool.Put(events); err != nil {
+						return err
+					}
+				}
+				select {
+				case jobs <- j:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			return nil
+		}()
+	}()
+	sendErr := g.Wait()
+	readErr := <-readerDone
+	switch {
+	case sendErr != nil && closedPipe(sendErr):
+		return nil
+	case sendErr != nil:
+		return sendErr
+	case readErr != nil && !errors.Is(readErr, context.Canceled):
+		if sent > 0 {
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %d events were sent before the one that failed\n", sent)
+		}
+		return readErr
+	case readErr != nil:
+		return readErr
+	}
+	opts.summary(sent, dups, start)
+	return nil
+}
+
+func (o *emitOptions) summary(sent, dups int, start time.Time) {
+	if !o.streams.IsStderrTTY() {
+		return
+	}
+	el := time.Since(start)
+	fmt.Fprintf(o.streams.ErrOut, "sent %d events in %s (%.0f/s)", sent, el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
+	if dups > 0 {
+		fmt.Fprintf(o.streams.ErrOut, "; %d were duplicates the node already had", dups)
+	}
+	fmt.Fprintln(o.streams.ErrOut)
+}
+
+func eventID(b []byte) string { return gjson.GetBytes(b, "id").String() }
+
+// deliveryError words a failed delivery for the user.
+func deliveryError(err error) error {
+	var se *deliver.StatusError
+	switch {
+	case errors.Is(err, deliver.ErrGone):
+		return fmt.Errorf("the receiver answered 410 Gone: it takes no more events; stopping")
+	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests:
+		return fmt.Errorf("the receiver refused the event (%d): %s", se.Status, se.Reason)
+	}
+	return err
+}
