@@ -187,7 +187,7 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		URL: url, Mode: mode, Headers: h, Token: token, Timeout: o.Timeout,
 		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
 		OnRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(o.streams.ErrOut, "evtctl: %v; retrying in %s (attempt %d)\n", err, delay.Round(100*time.Millisecond), attempt)
+			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
 		},
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/evtctl/evtctl/pkg/iostreams"
 )
@@ -27,7 +28,7 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// exitError carries a specific status; its message, if any, is printed.
+// statusError carries a specific status; its message, if any, is printed.
 type statusError struct {
 	code int
 	err  error
@@ -45,16 +46,39 @@ func exitCode(streams *iostreams.IOStreams, err error, ctx context.Context) int 
 	var se *statusError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(streams.ErrOut, "evtctl: %v\nRun 'evtctl --help' for usage.\n", err)
+		fmt.Fprintf(streams.ErrOut, "evtctl: %s\nRun 'evtctl --help' for usage.\n", safeText(err.Error()))
 		return exitUsage
 	case errors.As(err, &se):
 		if se.err != nil && se.err.Error() != "" {
-			fmt.Fprintf(streams.ErrOut, "evtctl: %v\n", se.err)
+			fmt.Fprintf(streams.ErrOut, "evtctl: %s\n", safeText(se.err.Error()))
 		}
 		return se.code
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ctx.Err())):
 		return exitInterrupted
 	}
-	fmt.Fprintf(streams.ErrOut, "evtctl: %v\n", err)
+	fmt.Fprintf(streams.ErrOut, "evtctl: %s\n", safeText(err.Error()))
 	return exitError
+}
+
+// safeText makes text that may come from a node or a receiver safe to print on a terminal:
+// control characters (escape sequences among them), C1 controls and bidi overrides are
+// shown as \uXXXX. Newlines and tabs stay.
+func safeText(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x2028 || r == 0x2029
 }

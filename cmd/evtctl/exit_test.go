@@ -67,3 +67,18 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestSafeText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text":            "plain text",
+		"two\nlines\ttab":       "two\nlines\ttab",
+		"esc \x1b[31mred":       `esc \u001b[31mred`,
+		"bidi \u202eevil":       `bidi \u202eevil`,
+		"c1 \u009b":             `c1 \u009b`,
+		"bell\a and nul\x00 ok": `bell\u0007 and nul\u0000 ok`,
+	} {
+		if got := safeText(in); got != want {
+			t.Errorf("safeText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

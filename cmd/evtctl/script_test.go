@@ -60,7 +60,7 @@ func TestScripts(t *testing.T) {
 
 // cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it.
 //
-//	node [-max-items N] [-read-token T] [-ingest-token T] [-dir DIR] [-wait-max D]
+//	node [-max-items N] [-window D] [-read-token T] [-ingest-token T] [-dir DIR] [-wait-max D]
 func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! node")
@@ -83,6 +83,10 @@ func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
 			cfg.IngestToken = v
 		case "-dir":
 			lopts.Dir = ts.MkAbs(v)
+		case "-window":
+			d, err := time.ParseDuration(v)
+			ts.Check(err)
+			lopts.Window = d
 		case "-wait-max":
 			d, err := time.ParseDuration(v)
 			ts.Check(err)

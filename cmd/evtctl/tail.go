@@ -104,16 +104,23 @@ var errStop = errors.New("stop")
 
 // gapError is a gap with --on-gap fail: exit status 3.
 func gapError(g *client.Gap) error {
-	return &statusError{exitLost, fmt.Errorf("events were lost: the node no longer holds events after cursor %s; its log now starts at %s", g.After, g.Oldest)}
+	return &statusError{exitLost, errors.New("events were lost: " + describeGap(g))}
 }
 
 func warnGap(s *iostreams.IOStreams, g *client.Gap) {
-	fmt.Fprintf(s.ErrOut, "evtctl: warning: events were lost: the node no longer holds events after cursor %s; its log now starts at %s\n", g.After, g.Oldest)
+	fmt.Fprintf(s.ErrOut, "evtctl: warning: events were lost: %s\n", describeGap(g))
+}
+
+func describeGap(g *client.Gap) string {
+	if g.Oldest == "" {
+		return fmt.Sprintf("the node no longer holds events after cursor %s; its log is empty now (its newest event was %s)", safeText(g.After), safeText(g.Newest))
+	}
+	return fmt.Sprintf("the node no longer holds events after cursor %s; its log now starts at %s", safeText(g.After), safeText(g.Oldest))
 }
 
 func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 	return func(err error, attempt int, delay time.Duration) {
-		fmt.Fprintf(s.ErrOut, "evtctl: %v; retrying in %s (attempt %d)\n", err, delay.Round(100*time.Millisecond), attempt)
+		fmt.Fprintf(s.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
 	}
 }
 
@@ -130,9 +137,13 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
+	wait := opts.Wait
+	if opts.UntilCaughtUp {
+		wait = time.Millisecond // the head is the goal: do not wait there for new events
+	}
 	so := client.StreamOptions{
 		Query: query, After: opts.After, FromStart: opts.FromStart,
-		PageSize: opts.PageSize, Wait: opts.Wait, OnRetry: retryReporter(opts.streams),
+		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams),
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}
 	if opts.After != "" {

@@ -81,7 +81,11 @@ func New(opts Options) (*Client, error) {
 	if ua == "" {
 		ua = "evtctl"
 	}
-	return &Client{endpoint: base + "/", base: base, token: opts.Token, ua: ua, hc: hc}, nil
+	display := base
+	if u, err := url.Parse(base); err == nil {
+		display = u.Redacted()
+	}
+	return &Client{endpoint: base + "/", base: display, token: opts.Token, ua: ua, hc: hc}, nil
 }
 
 // NormalizeNode turns a node address into a base URL without a trailing slash.
@@ -101,7 +105,8 @@ func NormalizeNode(node string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// Node is the base URL the client talks to.
+// Node is the base URL the client talks to, with any password in it redacted: it is for
+// messages and checkpoint files.
 func (c *Client) Node() string { return c.base }
 
 // Request is one call of the events method.

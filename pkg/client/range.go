@@ -107,7 +107,11 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 		}()
 		return ch
 	}
-	req := Request{Query: opts.Query, MaxItems: opts.PageSize, After: after, Before: before, Ascending: !opts.Reverse}
+	pageSize := opts.PageSize
+	if opts.Limit > 0 {
+		pageSize = min(pageSize, opts.Limit) // --limit 10 needs no page of 1000
+	}
+	req := Request{Query: opts.Query, MaxItems: pageSize, After: after, Before: before, Ascending: !opts.Reverse}
 	next := fetch(req)
 	var held []Item // chronological order without the extension: newest-first pages, held
 	for {

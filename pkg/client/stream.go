@@ -76,7 +76,18 @@ func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetr
 // and the node's log now starts at Oldest, so matching events between them may be gone.
 type Gap struct {
 	After  string
-	Oldest string
+	Oldest string // the log's oldest item now; "" when retention has emptied the log
+	Newest string // when the log is empty: the newest item it ever held
+}
+
+// after reports whether cursor a comes after b (both of one log).
+func after(a, b string) bool {
+	ac, err1 := cursor.Parse(a)
+	bc, err2 := cursor.Parse(b)
+	if err1 != nil || err2 != nil || a == "" || b == "" {
+		return len(a) == len(b) && a > b
+	}
+	return ac.After(bc)
 }
 
 // Batch is what Stream delivers at a time.
@@ -151,7 +162,7 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 					return err
 				}
 				items = append(items, p.Items...)
-				more = p.More
+				more = p.More && len(p.Items) > 0      // an empty page cannot move before on
 				oldest = laterCursor(oldest, p.Oldest) // the log may lose its tail while we page
 			}
 			slices.Reverse(items)
@@ -159,11 +170,17 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 		}
 		if !fromTime {
 			b.Gap = detectGap(last, oldest)
+			if b.Gap == nil && oldest == "" && len(b.Items) == 0 && after(r.Newest, last) {
+				// Retention emptied the log after events past our cursor were appended.
+				b.Gap = &Gap{After: last, Newest: r.Newest}
+			}
 		}
 		fromTime = false
 		switch {
 		case len(b.Items) > 0:
 			b.Cursor = b.Items[len(b.Items)-1].Cursor
+		case b.Gap != nil && oldest == "":
+			b.Cursor = b.Gap.Newest // all of it is gone
 		case b.Gap != nil:
 			b.Cursor = justBefore(oldest, last) // nothing to resume from in between
 		default:

@@ -640,8 +640,11 @@ func bytesBefore(s *segment, low uint64) int64 {
 	return int64(s.index[b].off) - segHeaderSize
 }
 
+// newestLocked is the cursor of the newest item ever committed. It stays set when retention
+// has emptied the log, so that a client can still tell that events after its cursor existed
+// (and were lost); only a log never written to has none.
 func (l *Log) newestLocked() cursor.Cursor {
-	if l.committed == 0 || l.committed < l.low {
+	if l.committed == 0 {
 		return cursor.Cursor{}
 	}
 	return cursor.New(l.headTS, l.committed, cursor.NodeWidth)

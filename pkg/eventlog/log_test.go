@@ -388,6 +388,10 @@ func TestRetentionWindow(t *testing.T) {
 		if len(p.Items) != 0 || !p.Oldest.IsZero() {
 			t.Fatalf("everything expired, still %d items, oldest %v", len(p.Items), p.Oldest)
 		}
+		// The newest cursor stays, so that a client can tell events after its own were lost.
+		if p.Newest != fresh[99] {
+			t.Fatalf("newest of an emptied log = %v, want %v", p.Newest, fresh[99])
+		}
 		// New cursors keep increasing after everything expired.
 		c := appendN(t, l, 500, 1, 1)[0]
 		if !c.After(fresh[99]) {

@@ -36,7 +36,7 @@ type Config struct {
 	MaxRPCBody   int64         // cap on a JSON-RPC request body; default 1 MiB
 	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
-	MaxIngest    int           // ingest requests in progress at once; default 4 × GOMAXPROCS... 64
+	MaxIngest    int           // ingest requests in progress at once; default 64
 	ReadToken    string        // bearer token for reading (events, metrics); "" = open
 	IngestToken  string        // bearer token for ingest and signals; "" = open
 	Logger       *slog.Logger
@@ -264,12 +264,16 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
 			return
 		}
+		// The calls run one after another; they share one wait, so that a batch of
+		// long-polls answers within the write timeout, as a single call does.
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
+		defer cancel()
 		out.WriteByte('[')
 		for i, raw := range reqs {
 			if i > 0 {
 				out.WriteByte(',')
 			}
-			id, result, rerr := s.call(r.Context(), raw)
+			id, result, rerr := s.call(ctx, raw)
 			appendRPC(&out, id, result, rerr)
 		}
 		out.WriteByte(']')
@@ -395,6 +399,10 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 		wait = s.cfg.DefaultWait
 	}
 	wait = min(wait, s.cfg.MaxWait)
+	if deadline, ok := ctx.Deadline(); ok {
+		// The calls of a JSON-RPC batch share one wait (see handleRPC).
+		wait = min(wait, time.Until(deadline)-50*time.Millisecond)
+	}
 
 	var timer *time.Timer
 	waiting := false
@@ -416,8 +424,13 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 			s.log.Error("reading the event log", "err", err)
 			return nil, newRPCError(codeInternal, "reading the event log failed: "+err.Error())
 		}
-		if len(page.Items) > 0 || !q.Before.IsZero() {
+		if len(page.Items) > 0 || !q.Before.IsZero() || wait <= 0 {
 			return encodePage(page, p.Ascending), nil
+		}
+		// Nothing up to newest matched: later reads need only look past it, so a rare
+		// filter costs one scan per append, not a rescan from the client's cursor.
+		if page.Newest.After(q.After) {
+			q.After = page.Newest
 		}
 		if timer == nil {
 			if n := s.waiters.Add(1); n > int64(s.cfg.MaxWaiters) {
