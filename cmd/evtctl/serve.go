@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -214,6 +215,12 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		Logger:       logger,
 		Version:      versionString(),
 	})
+	if opts.TLSCert != "" {
+		// Check the key pair before binding, so that a bad one leaves no address file.
+		if _, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey); err != nil {
+			return usagef("--tls-cert/--tls-key: %v", err)
+		}
+	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Listen, err)

@@ -170,6 +170,9 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		if ok {
 			so.After, so.Since, so.FromStart = cp.Cursor, time.Time{}, false
 			ck.saved = cp.Cursor
+			if cp.Node != "" && cp.Node != c.Node() {
+				fmt.Fprintf(opts.streams.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", ck.path, safeText(cp.Node), c.Node())
+			}
 		}
 	}
 	if opts.streams.IsStderrTTY() {

@@ -333,7 +333,7 @@ func scanSegment(s *segment, size int64) (int64, error) {
 		r, err := decodeFrame(buf[rel:])
 		if err == errShort && bufOff+int64(len(buf)) < size {
 			// Refill from off.
-			n := min(int64(max(readChunk, 2*maxPayloadHint(buf[rel:]))), size-off)
+			n := min(int64(max(readChunk, 2*frameLenHint(buf[rel:]))), size-off)
 			nb := make([]byte, n)
 			m, rerr := s.f.ReadAt(nb, off)
 			if m < len(nb) && rerr != nil {
@@ -360,8 +360,9 @@ func scanSegment(s *segment, size int64) (int64, error) {
 	return good, nil
 }
 
-// maxPayloadHint returns the frame length announced at the start of b, to size a refill.
-func maxPayloadHint(b []byte) int {
+// frameLenHint returns the frame length announced at the start of b (capped), to size a
+// refill.
+func frameLenHint(b []byte) int {
 	if len(b) < 4 {
 		return 0
 	}
@@ -493,7 +494,7 @@ func (l *Log) commitGroup(group []*appendReq) {
 	}
 	if nrec > 0 {
 		// Mark the end of this append: a tail without the mark is cut off on open. The
-		// flag is not covered by... it is: recompute the frame's checksum.
+		// flag is inside the checksummed payload, so the frame's checksum is redone.
 		setCommitFlag(buf[lastFrameStart:])
 		_, err := act.f.WriteAt(buf, off)
 		if err == nil && l.opts.Sync == SyncAlways {

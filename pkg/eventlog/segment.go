@@ -66,15 +66,15 @@ type segment struct {
 	lastTS int64
 	index  []indexEntry
 
-	refs    atomic.Int32 // readers in flight + 1 while the segment belongs to the log
-	closeMu sync.Once
+	refs      atomic.Int32 // readers in flight + 1 while the segment belongs to the log
+	closeOnce sync.Once
 }
 
 func (s *segment) acquire() { s.refs.Add(1) }
 
 func (s *segment) release() {
 	if s.refs.Add(-1) == 0 {
-		s.closeMu.Do(func() { _ = s.f.Close() })
+		s.closeOnce.Do(func() { _ = s.f.Close() })
 	}
 }
 

@@ -173,10 +173,18 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 }
 
+// handleHealth stays open for load balancers; with a read token set, details (counts,
+// cursors, error text with file paths) are shown only to a caller that sends it.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	detail := s.cfg.ReadToken == "" ||
+		subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.cfg.ReadToken)) == 1
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failed", "error": err.Error()})
+			body := map[string]string{"status": "failed"}
+			if detail {
+				body["error"] = err.Error()
+			}
+			writeJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}
 	}
@@ -185,6 +193,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
 		return
 	default:
+	}
+	if !detail {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
 	}
 	st := s.cfg.Store.Stats()
 	writeJSON(w, http.StatusOK, map[string]any{
