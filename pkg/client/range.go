@@ -178,12 +178,5 @@ func nextCursor(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	maxSeq := ^uint64(0)
-	if c.Width < 16 {
-		maxSeq = 1<<(4*uint(c.Width)) - 1
-	}
-	if c.Seq < maxSeq {
-		return cursor.New(c.TS, c.Seq+1, c.Width).String(), nil
-	}
-	return cursor.New(c.TS+1, 0, c.Width).String(), nil
+	return c.Next().String(), nil
 }

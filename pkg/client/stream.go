@@ -259,19 +259,7 @@ func laterCursor(a, b string) string {
 }
 
 // prevCursor is the greatest cursor of the same width before c.
-func prevCursor(c cursor.Cursor) (cursor.Cursor, bool) {
-	if c.Seq > 0 {
-		return cursor.New(c.TS, c.Seq-1, c.Width), true
-	}
-	if c.TS == 0 {
-		return cursor.Cursor{}, false
-	}
-	maxSeq := ^uint64(0)
-	if c.Width < 16 {
-		maxSeq = 1<<(4*uint(c.Width)) - 1
-	}
-	return cursor.New(c.TS-1, maxSeq, c.Width), true
-}
+func prevCursor(c cursor.Cursor) (cursor.Cursor, bool) { return c.Prev() }
 
 // justBefore returns the cursor just before oldest, to resume from after a gap when no item
 // was delivered; it never goes back before last.

@@ -167,6 +167,25 @@ func FromTime(t time.Time, width int) Cursor {
 	return New(ts-1, maxSeq(width), width)
 }
 
+// Next is the least cursor of the same width after c.
+func (c Cursor) Next() Cursor {
+	if c.Seq < maxSeq(c.Width) {
+		return New(c.TS, c.Seq+1, c.Width)
+	}
+	return New(c.TS+1, 0, c.Width)
+}
+
+// Prev is the greatest cursor of the same width before c; ok is false when there is none.
+func (c Cursor) Prev() (prev Cursor, ok bool) {
+	switch {
+	case c.Seq > 0:
+		return New(c.TS, c.Seq-1, c.Width), true
+	case c.TS == 0:
+		return Cursor{}, false
+	}
+	return New(c.TS-1, maxSeq(c.Width), c.Width), true
+}
+
 // maxSeq is the largest sequence number the width can hold.
 func maxSeq(width int) uint64 {
 	if width <= 0 || width >= 16 {

@@ -156,3 +156,22 @@ func BenchmarkString(b *testing.B) {
 		_ = c.String()
 	}
 }
+
+func TestNextPrev(t *testing.T) {
+	for _, tc := range []struct{ c, next string }{
+		{"18ea61a27c39abd8-00c7", "18ea61a27c39abd8-00c8"},
+		{"18ea61a27c39abd8-ffff", "18ea61a27c39abd9-0000"},
+		{"18ea61a27c39abd8-ffffffffffffffff", "18ea61a27c39abd9-0000000000000000"},
+	} {
+		c := MustParse(tc.c)
+		if got := c.Next().String(); got != tc.next {
+			t.Errorf("%s.Next() = %s, want %s", tc.c, got, tc.next)
+		}
+		if p, ok := MustParse(tc.next).Prev(); !ok || p != c {
+			t.Errorf("%s.Prev() = %s, want %s", tc.next, p, c)
+		}
+	}
+	if _, ok := New(0, 0, 4).Prev(); ok {
+		t.Error("the first cursor has no predecessor")
+	}
+}
