@@ -15,13 +15,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Options configure a Client.
@@ -452,18 +453,6 @@ func prefix(b []byte, n int) string {
 
 // parseRetryAfter reads Retry-After as seconds or an HTTP date; 0 when absent or invalid.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(min(s, 3600)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return min(max(t.Sub(now), 0), time.Hour)
-	}
-	return 0
+	d, _ := retry.ParseRetryAfter(v, now)
+	return d
 }

@@ -3,11 +3,11 @@ package client
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Backoff shapes retries: capped exponential delays with jitter. A node's Retry-After wins
@@ -26,13 +26,7 @@ func (b Backoff) delay(attempt int) time.Duration {
 	if maxd <= 0 {
 		maxd = 15 * time.Second
 	}
-	// initial·2^attempt, capped; shifting only while it stays under the cap cannot overflow.
-	d := maxd
-	if n := min(max(attempt, 0), 62); initial <= maxd>>n {
-		d = initial << n
-	}
-	// Equal jitter: half fixed, half random, so clients that failed together spread out.
-	return d/2 + rand.N(d/2+1)
+	return retry.Delay(attempt, initial, maxd)
 }
 
 // RetryFunc is told of each failed attempt before the client waits delay and tries again.

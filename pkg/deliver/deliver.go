@@ -10,13 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Mode is the HTTP content mode of the CloudEvents HTTP binding.
@@ -344,13 +345,7 @@ func (s *Sender) deliver(ctx context.Context, h http.Header, body []byte) (int, 
 // delay returns the wait after failed attempt n: Initial·2^(n-1) capped at
 // Max, with "equal jitter" (between half and all of it).
 func (s *Sender) delay(n int) time.Duration {
-	d := s.opts.Backoff.Initial
-	for i := 1; i < n && d < s.opts.Backoff.Max; i++ {
-		d *= 2
-	}
-	d = min(d, s.opts.Backoff.Max)
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return retry.Delay(n-1, s.opts.Backoff.Initial, s.opts.Backoff.Max)
 }
 
 // retryable reports whether err may be retried and the Retry-After to
@@ -477,16 +472,5 @@ func reason(b []byte) string {
 
 // parseRetryAfter parses a Retry-After value: delay-seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		const maxSeconds = 1 << 32 // keeps the Duration from overflowing
-		return time.Duration(min(n, maxSeconds)) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
+	return retry.ParseRetryAfter(v, now)
 }
