@@ -53,6 +53,8 @@ type emitOptions struct {
 	Timeout         time.Duration
 	Strict          bool
 	Concurrency     int
+	Signal          string
+	SignalFormat    string
 
 	now func() time.Time
 }
@@ -108,6 +110,8 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.StringVar(&opts.File, "file", "", "send the CloudEvents in this JSON-lines file (- for stdin)")
 	f.StringVar(&opts.Spool, "spool", "", "write events durably to this directory before sending; remove them once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
+	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
+	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
 	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
@@ -141,6 +145,21 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.To != "" && cmd.Flags().Changed("node") {
 		return usagef("--to and --node choose the target: give one")
+	}
+	if o.Signal != "" {
+		switch o.SignalFormat {
+		case "form", "json", "get":
+		default:
+			return usagef("--signal-format must be form, json or get, got %q", o.SignalFormat)
+		}
+		for _, f := range []string{"to", "node", "mode", "batch-size", "spool", "flush", "file", "concurrency"} {
+			if cmd.Flags().Changed(f) {
+				return usagef("--signal sends signals made from the flags; --%s does not apply", f)
+			}
+		}
+		if o.Source == "" {
+			o.Source = "/evtctl/signal" // a signal has no source; the events made first need one
+		}
 	}
 	if o.Flush != "" {
 		if o.File != "" || o.Count > 0 || o.Spool != "" {
@@ -310,7 +329,57 @@ type emitResult struct {
 	Status    int    `json:"status"`
 }
 
+// runSignals sends Evented API signals made from the flags.
+func runSignals(ctx context.Context, opts *emitOptions) error {
+	next, err := opts.source()
+	if err != nil {
+		return err
+	}
+	ss := &signalSender{
+		url: opts.Signal, format: opts.SignalFormat, maxAttempts: opts.MaxAttempts,
+		hc: &http.Client{Timeout: opts.Timeout},
+		onRetry: func(attempt int, delay time.Duration, err error) {
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
+		},
+	}
+	var lim *rate.Limiter
+	if opts.Rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
+	}
+	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
+	prog := newProgress(opts.streams, "sent", "signals")
+	defer prog.done()
+	for {
+		ev, err := next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if lim != nil {
+			if err := lim.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		status, err := ss.send(ctx, ev)
+		if err != nil {
+			return err
+		}
+		typ := gjson.GetBytes(ev, "type").String()
+		if jsonOut {
+			fmt.Fprintf(opts.streams.Out, "{\"signal\":%q,\"status\":%d}\n", typ, status)
+		} else {
+			fmt.Fprintf(opts.streams.Out, "signalled %s (%d)\n", typ, status)
+		}
+		prog.add(1)
+	}
+}
+
 func runEmit(ctx context.Context, opts *emitOptions) error {
+	if opts.Signal != "" {
+		return runSignals(ctx, opts)
+	}
 	s, err := opts.sender()
 	if err != nil {
 		return err
@@ -320,7 +389,12 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 	defer out.Flush()
 	sent, dups := 0, 0
 	start := time.Now()
+	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
+	// interleave with the lines for each event.
+	prog := newProgress(opts.streams, "sent", "events")
+	prog.on = prog.on && !opts.streams.IsStdoutTTY()
 	report := func(events [][]byte, res []deliver.Result) error {
+		prog.add(len(res))
 		for i, r := range res {
 			id := eventID(events[i])
 			sent++
@@ -374,7 +448,8 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 				return err
 			}
 		}
-		opts.summary(sent, dups, start)
+		prog.done()
+		opts.summary(prog, sent, dups, start)
 		return nil
 	}
 
@@ -479,12 +554,14 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 	case readErr != nil:
 		return readErr
 	}
-	opts.summary(sent, dups, start)
+	prog.done()
+	opts.summary(prog, sent, dups, start)
 	return nil
 }
 
-func (o *emitOptions) summary(sent, dups int, start time.Time) {
-	if !o.streams.IsStderrTTY() {
+// summary closes a run on a terminal, unless the progress line already did.
+func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
+	if !o.streams.IsStderrTTY() || !prog.shown.IsZero() {
 		return
 	}
 	el := time.Since(start)

@@ -93,7 +93,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	prog := newProgress(opts.streams)
+	prog := newProgress(opts.streams, "replayed", "events")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams),
@@ -109,29 +109,32 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	return streamResult(ctx, err)
 }
 
-// progress shows a count on stderr while replaying, only when stderr is a terminal.
+// progress shows a running count on stderr, only when stderr is a terminal, and a last
+// line with the total and the rate when it has shown anything.
 type progress struct {
-	s     *iostreams.IOStreams
-	on    bool
-	n     int
-	start time.Time
-	shown time.Time
+	s           *iostreams.IOStreams
+	verb, thing string
+	on          bool
+	n           int
+	start       time.Time
+	shown       time.Time
 }
 
-func newProgress(s *iostreams.IOStreams) *progress {
-	return &progress{s: s, on: s.IsStderrTTY(), start: time.Now()}
+func newProgress(s *iostreams.IOStreams, verb, thing string) *progress {
+	return &progress{s: s, verb: verb, thing: thing, on: s.IsStderrTTY(), start: time.Now()}
 }
 
 func (p *progress) add(n int) {
 	p.n += n
 	if p.on && time.Since(p.shown) > 200*time.Millisecond {
 		p.shown = time.Now()
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[Kreplayed %d events (%.0f/s)", p.n, float64(p.n)/time.Since(p.start).Seconds())
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s (%.0f/s)", p.verb, p.n, p.thing, float64(p.n)/time.Since(p.start).Seconds())
 	}
 }
 
 func (p *progress) done() {
 	if p.on && !p.shown.IsZero() {
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[Kreplayed %d events in %s\n", p.n, time.Since(p.start).Round(time.Millisecond))
+		el := time.Since(p.start)
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s in %s (%.0f/s)\n", p.verb, p.n, p.thing, el.Round(time.Millisecond), float64(p.n)/max(el.Seconds(), 1e-9))
 	}
 }
