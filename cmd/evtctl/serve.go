@@ -41,6 +41,7 @@ type serveOptions struct {
 	WaitMax       time.Duration
 	MaxBody       byteSize
 	MaxWaiters    int
+	MaxReads      int
 	ReadToken     string
 	IngestToken   string
 	TLSCert       string
@@ -113,6 +114,7 @@ of process listings.`,
 	f.DurationVar(&opts.WaitMax, "wait-max", 30*time.Second, "longest long-poll wait")
 	f.Var(&opts.MaxBody, "max-body", "largest ingest request body")
 	f.IntVar(&opts.MaxWaiters, "max-waiters", 20000, "most long-polls waiting at once; more get a busy error")
+	f.IntVar(&opts.MaxReads, "max-reads", 0, "pages built at once; more wait their turn (default 4 per CPU)")
 	f.StringVar(&opts.ReadToken, "read-token", "", "require this bearer token to read events and metrics")
 	f.StringVar(&opts.IngestToken, "ingest-token", "", "require this bearer token to send events")
 	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
@@ -210,6 +212,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		MaxWait:      opts.WaitMax,
 		MaxBody:      int64(opts.MaxBody),
 		MaxWaiters:   opts.MaxWaiters,
+		MaxReads:     opts.MaxReads,
 		ReadToken:    opts.ReadToken,
 		IngestToken:  opts.IngestToken,
 		Logger:       logger,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type Config struct {
 	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
 	MaxIngest    int           // ingest requests in progress at once; default 64
+	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
 	ReadToken    string        // bearer token for reading (events, metrics); "" = open
 	IngestToken  string        // bearer token for ingest and signals; "" = open
 	Logger       *slog.Logger
@@ -53,6 +55,7 @@ type Server struct {
 	quitOnce sync.Once
 	waiters  atomic.Int64
 	ingest   chan struct{} // semaphore
+	reads    chan struct{} // semaphore: bounds the memory and CPU that page building takes
 	limits   cevent.Limits
 }
 
@@ -82,6 +85,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxWaiters <= 0 {
 		cfg.MaxWaiters = 20_000
 	}
+	if cfg.MaxReads <= 0 {
+		cfg.MaxReads = 4 * runtime.GOMAXPROCS(0)
+	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
 	}
@@ -94,6 +100,7 @@ func New(cfg Config) *Server {
 		mux:    http.NewServeMux(),
 		quit:   make(chan struct{}),
 		ingest: make(chan struct{}, cfg.MaxIngest),
+		reads:  make(chan struct{}, cfg.MaxReads),
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
 	s.metrics = newMetrics(s)
@@ -428,7 +435,7 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 	}()
 	for {
 		changed := s.cfg.Store.Changed()
-		page, err := s.cfg.Store.Read(ctx, q)
+		page, err := s.readPage(ctx, q)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, newRPCError(codeInternal, "request cancelled")
@@ -462,6 +469,19 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 			return nil, newRPCError(codeInternal, "request cancelled")
 		}
 	}
+}
+
+// readPage reads a page with a read slot: waiting readers hold none, but a page being built
+// holds up to MaxItems events in memory, so only MaxReads are built at once; the others
+// queue briefly (until their request ends).
+func (s *Server) readPage(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
+	select {
+	case s.reads <- struct{}{}:
+	case <-ctx.Done():
+		return eventlog.Page{}, ctx.Err()
+	}
+	defer func() { <-s.reads }()
+	return s.cfg.Store.Read(ctx, q)
 }
 
 // encodePage writes the result object by hand: each item's data is the stored CloudEvent
