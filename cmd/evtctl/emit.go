@@ -393,6 +393,9 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 	// interleave with the lines for each event.
 	prog := newProgress(opts.streams, "sent", "events")
 	prog.on = prog.on && !opts.streams.IsStdoutTTY()
+	if opts.File == "" && opts.Flush == "" {
+		prog.total = max(opts.Count, 1)
+	}
 	report := func(events [][]byte, res []deliver.Result) error {
 		prog.add(len(res))
 		for i, r := range res {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,7 +116,7 @@ type progress struct {
 	s           *iostreams.IOStreams
 	verb, thing string
 	on          bool
-	n           int
+	n, total    int // total > 0 draws a bar
 	start       time.Time
 	shown       time.Time
 }
@@ -128,7 +129,15 @@ func (p *progress) add(n int) {
 	p.n += n
 	if p.on && time.Since(p.shown) > 200*time.Millisecond {
 		p.shown = time.Now()
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s (%.0f/s)", p.verb, p.n, p.thing, float64(p.n)/time.Since(p.start).Seconds())
+		rate := float64(p.n) / time.Since(p.start).Seconds()
+		if p.total > 0 {
+			const width = 30
+			done := min(width*p.n/p.total, width)
+			fmt.Fprintf(p.s.ErrOut, "\r\x1b[K[%s%s] %3d%% %d/%d %s (%.0f/s)", strings.Repeat("#", done), strings.Repeat(".", width-done),
+				100*p.n/p.total, p.n, p.total, p.thing, rate)
+			return
+		}
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s (%.0f/s)", p.verb, p.n, p.thing, rate)
 	}
 }
 
