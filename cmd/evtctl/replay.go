@@ -97,7 +97,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	prog := newProgress(opts.streams, "replayed", "events")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
-		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams),
+		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {

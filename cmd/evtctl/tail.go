@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,7 +144,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	}
 	so := client.StreamOptions{
 		Query: query, After: opts.After, FromStart: opts.FromStart,
-		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams),
+		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}
 	if opts.After != "" {
@@ -216,7 +217,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		written += len(items)
 		cur := b.Cursor
 		if len(items) < len(b.Items) {
-			cur = items[len(items)-1].Cursor // --count cut the batch
+			cur = strings.Clone(items[len(items)-1].Cursor) // --count cut the batch (a copy: items die with fn)
 		}
 		if err := ck.update(cur, false); err != nil {
 			return err

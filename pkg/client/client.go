@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -118,6 +119,8 @@ type Request struct {
 	Before    string
 	Wait      time.Duration // 0: the node's default
 	Ascending bool          // ask for evtctl's ascending order; Reply.Ascending says if it was honoured
+
+	reuse bool // read the reply into a pooled buffer, to be given back with Reply.release
 }
 
 // Reply is the result of the events method.
@@ -128,6 +131,27 @@ type Reply struct {
 	Newest    string `json:"newest"`
 	Order     string `json:"order,omitempty"`
 	Ascending bool   `json:"-"` // the node returned oldest first (it supports the extension)
+
+	body *[]byte // pooled reply buffer the items alias, when the request asked for reuse
+}
+
+// bodies holds reply buffers for reuse (ReuseMemory): a replay reads thousands of pages of
+// up to megabytes, and allocating each anew made garbage collection a large share of the
+// client's work.
+var bodies sync.Pool // of *[]byte
+
+// poisonReleased makes release wipe a buffer, so that tests catch a use after release.
+var poisonReleased bool
+
+// release gives a pooled reply buffer back; the reply's items must not be used after.
+func (r *Reply) release() {
+	if r != nil && r.body != nil {
+		if poisonReleased {
+			clear(*r.body) // tests: a use after release then reads zeros, not old data
+		}
+		bodies.Put(r.body)
+		r.body, r.Items = nil, nil
+	}
 }
 
 // Item is one item as the node sent it. Raw is the whole item object, byte for byte.
@@ -279,6 +303,26 @@ func (c *Client) Events(ctx context.Context, req Request) (*Reply, error) {
 		return nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
+	var buf *[]byte
+	if req.reuse && resp.StatusCode == http.StatusOK && resp.ContentLength > 0 && resp.ContentLength <= 64<<20 {
+		buf, _ = bodies.Get().(*[]byte)
+		if buf == nil || int64(cap(*buf)) < resp.ContentLength {
+			b := make([]byte, resp.ContentLength)
+			buf = &b
+		}
+		*buf = (*buf)[:resp.ContentLength]
+		if _, err := io.ReadFull(resp.Body, *buf); err != nil {
+			bodies.Put(buf)
+			return nil, transportError(ctx, err)
+		}
+		r, err := decodeReply(resp, *buf)
+		if err != nil {
+			bodies.Put(buf)
+			return nil, err
+		}
+		r.body = buf
+		return r, nil
+	}
 	data, err := readBody(resp)
 	if err != nil {
 		return nil, transportError(ctx, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -27,8 +28,11 @@ type RangeOptions struct {
 	Reverse  bool     // newest first
 	PageSize int      // default 100
 	Limit    int      // stop after this many events; 0: no limit
-	Backoff  Backoff
-	OnRetry  RetryFunc
+	// ReuseMemory reuses reply buffers: the items passed to fn (their strings and bytes)
+	// are valid only until fn returns. It saves garbage on long ranges.
+	ReuseMemory bool
+	Backoff     Backoff
+	OnRetry     RetryFunc
 }
 
 // errLimit stops a range early.
@@ -111,7 +115,7 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 	if opts.Limit > 0 {
 		pageSize = min(pageSize, opts.Limit) // --limit 10 needs no page of 1000
 	}
-	req := Request{Query: opts.Query, MaxItems: pageSize, After: after, Before: before, Ascending: !opts.Reverse}
+	req := Request{Query: opts.Query, MaxItems: pageSize, After: after, Before: before, Ascending: !opts.Reverse, reuse: opts.ReuseMemory}
 	next := fetch(req)
 	var held []Item // chronological order without the extension: newest-first pages, held
 	for {
@@ -122,17 +126,24 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 		r := res.r
 		more := r.More && len(r.Items) > 0
 		if more {
+			// A copy: the reply's memory may be reused once its items are delivered.
+			last := strings.Clone(r.Items[len(r.Items)-1].Cursor)
 			if r.Ascending {
-				req.After = r.Items[len(r.Items)-1].Cursor
+				req.After = last
 			} else {
 				req.Ascending = false
-				req.Before = r.Items[len(r.Items)-1].Cursor
+				req.Before = last
+			}
+			if !r.Ascending && !opts.Reverse {
+				req.reuse = false // newest-first pages are held until the end: no reuse
 			}
 			next = fetch(req)
 		}
 		switch {
 		case r.Ascending, opts.Reverse:
-			if err := deliver(r.Items); err != nil {
+			err := deliver(r.Items)
+			r.release()
+			if err != nil {
 				return err
 			}
 		default:

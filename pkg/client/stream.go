@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -95,13 +96,16 @@ type Batch struct {
 // StreamOptions configure Stream.
 type StreamOptions struct {
 	Query     string
-	After     string        // resume after this cursor
-	Since     time.Time     // when After is empty: start at this time
-	FromStart bool          // when After and Since are empty: start at the oldest retained event
-	PageSize  int           // items per request; default 100
-	Wait      time.Duration // long-poll wait per request; default 25s (nodes cap it)
-	Backoff   Backoff
-	OnRetry   RetryFunc
+	After     string    // resume after this cursor
+	Since     time.Time // when After is empty: start at this time
+	FromStart bool      // when After and Since are empty: start at the oldest retained event
+	PageSize  int       // items per request; default 100
+	// ReuseMemory reuses reply buffers: a Batch's items (their strings and bytes) are valid
+	// only until fn returns; Batch.Cursor and Gap stay valid.
+	ReuseMemory bool
+	Wait        time.Duration // long-poll wait per request; default 25s (nodes cap it)
+	Backoff     Backoff
+	OnRetry     RetryFunc
 }
 
 // Stream follows the node's log from a starting point and calls fn with each batch, oldest
@@ -133,12 +137,13 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 			last = head.Newest
 		}
 	}
-	asc := true // until the node shows it lacks the extension
+	asc := true       // until the node shows it lacks the extension
+	var used []*Reply // replies of a page-back, released with the batch
 	// A start time older than the log is not a loss the caller could have prevented (the
 	// log may simply be younger): gaps count from the first reply on.
 	fromTime := opts.After == "" && !opts.Since.IsZero()
 	for {
-		r, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Wait: opts.Wait, Ascending: asc}, opts.Backoff, opts.OnRetry)
+		r, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Wait: opts.Wait, Ascending: asc, reuse: opts.ReuseMemory}, opts.Backoff, opts.OnRetry)
 		if err != nil {
 			return err
 		}
@@ -151,11 +156,12 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 			items := r.Items
 			for more := r.More; more && len(items) > 0; {
 				// Page back from the oldest item so far towards the resume cursor.
-				p, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Before: items[len(items)-1].Cursor}, opts.Backoff, opts.OnRetry)
+				p, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Before: items[len(items)-1].Cursor, reuse: opts.ReuseMemory}, opts.Backoff, opts.OnRetry)
 				if err != nil {
 					return err
 				}
 				items = append(items, p.Items...)
+				used = append(used, p)
 				more = p.More && len(p.Items) > 0      // an empty page cannot move before on
 				oldest = laterCursor(oldest, p.Oldest) // the log may lose its tail while we page
 			}
@@ -186,7 +192,18 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 			// (A Tendermint node may report a newest it did not examine; stay put there.)
 			b.Cursor = laterCursor(b.Cursor, r.Newest)
 		}
-		if err := fn(b); err != nil {
+		// The resume cursor and the gap outlive the replies, whose memory may be reused.
+		b.Cursor = strings.Clone(b.Cursor)
+		if b.Gap != nil {
+			b.Gap = &Gap{After: strings.Clone(b.Gap.After), Oldest: strings.Clone(b.Gap.Oldest), Newest: strings.Clone(b.Gap.Newest)}
+		}
+		err = fn(b)
+		r.release()
+		for _, p := range used {
+			p.release()
+		}
+		used = used[:0]
+		if err != nil {
 			return err
 		}
 		last = b.Cursor

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -331,7 +332,6 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 	}
 	limit := max(q.Max, 1)
 	page.Items = make([]Item, 0, min(limit, 1024))
-	var arena arena
 	fn := func(r *rec) bool {
 		if q.Match != nil && !q.Match(r.json) {
 			return true
@@ -343,7 +343,7 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 		page.Items = append(page.Items, Item{
 			Cursor: cursor.New(r.ts, r.seq, cursor.NodeWidth),
 			Type:   string(r.typ),
-			JSON:   arena.copy(r.json), // the read buffer is reused
+			JSON:   page.arena.copy(r.json), // the read buffer is reused
 		})
 		return true
 	}
@@ -399,14 +399,38 @@ func (l *Log) oldestIn(sn *snapshot) (cursor.Cursor, error) {
 	return c, nil
 }
 
-// arena copies the items of one page into a few large allocations rather than one each.
-type arena struct{ buf []byte }
+// arena copies the items of one page into a few large chunks rather than one allocation
+// each; the chunks are reused once the page is released.
+type arena struct {
+	buf    []byte
+	chunks []*[]byte
+}
+
+const arenaChunk = 256 << 10
+
+var arenaChunks = sync.Pool{New: func() any { b := make([]byte, 0, arenaChunk); return &b }}
 
 func (a *arena) copy(b []byte) []byte {
 	if cap(a.buf)-len(a.buf) < len(b) {
-		a.buf = make([]byte, 0, max(256<<10, len(b)))
+		if len(b) > arenaChunk {
+			return bytes.Clone(b) // a huge item: its own allocation, not pooled
+		}
+		c := arenaChunks.Get().(*[]byte)
+		a.chunks = append(a.chunks, c)
+		a.buf = (*c)[:0]
 	}
 	start := len(a.buf)
 	a.buf = append(a.buf, b...)
 	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// Release hands the page's memory back for reuse. The items' JSON must not be used after.
+// Calling it is optional: an unreleased page is collected as usual.
+func (p *Page) Release() {
+	for _, c := range p.arena.chunks {
+		*c = (*c)[:0]
+		arenaChunks.Put(c)
+	}
+	p.arena = arena{}
+	p.Items = nil
 }

@@ -66,6 +66,8 @@ type Page struct {
 	// ones for a newest-first query, newer ones for an ascending one.
 	More           bool
 	Oldest, Newest cursor.Cursor // the whole log's bounds; empty when the log is empty
+
+	arena arena // memory of Items' JSON, reused after Release
 }
 
 // Stats is a snapshot of counters for metrics.

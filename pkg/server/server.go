@@ -294,6 +294,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			}
 			id, result, rerr := s.call(ctx, raw)
 			appendRPC(&out, id, result, rerr)
+			putPageBuf(result)
 		}
 		out.WriteByte(']')
 		writeRaw(w, out.Bytes())
@@ -313,6 +314,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(head)
 	_, _ = w.Write(result)
 	_, _ = w.Write([]byte("}\n"))
+	putPageBuf(result)
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {
@@ -386,6 +388,7 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRaw(w, result)
+	putPageBuf(result)
 }
 
 // events runs the method: it compiles the filter once, reads a page, and, with no `before`
@@ -444,7 +447,7 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 			return nil, newRPCError(codeInternal, "reading the event log failed: "+err.Error())
 		}
 		if len(page.Items) > 0 || !q.Before.IsZero() || wait <= 0 {
-			return encodePage(page, p.Ascending), nil
+			return s.encodeAndRelease(&page, p.Ascending), nil
 		}
 		// Nothing up to newest matched: later reads need only look past it, so a rare
 		// filter costs one scan per append, not a rescan from the client's cursor.
@@ -462,9 +465,9 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 		select {
 		case <-changed:
 		case <-timer.C:
-			return encodePage(page, p.Ascending), nil
+			return s.encodeAndRelease(&page, p.Ascending), nil
 		case <-s.quit:
-			return encodePage(page, p.Ascending), nil
+			return s.encodeAndRelease(&page, p.Ascending), nil
 		case <-ctx.Done():
 			return nil, newRPCError(codeInternal, "request cancelled")
 		}
@@ -484,6 +487,32 @@ func (s *Server) readPage(ctx context.Context, q eventlog.Query) (eventlog.Page,
 	return s.cfg.Store.Read(ctx, q)
 }
 
+// encodeAndRelease encodes a page, then lets the log reuse the page's memory.
+func (s *Server) encodeAndRelease(page *eventlog.Page, ascending bool) []byte {
+	b := encodePage(*page, ascending)
+	page.Release()
+	return b
+}
+
+// Page buffers are reused: a replay moves thousands of pages of up to megabytes, and
+// allocating each anew made garbage collection a large share of the node's work.
+var pageBufs sync.Pool // of *[]byte
+
+func getPageBuf(n int) []byte {
+	if p, ok := pageBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// putPageBuf returns a page to the pool once the reply holding it has been written.
+func putPageBuf(b []byte) {
+	if b != nil && cap(b) <= 16<<20 {
+		b = b[:0]
+		pageBufs.Put(&b)
+	}
+}
+
 // encodePage writes the result object by hand: each item's data is the stored CloudEvent
 // JSON, copied as is rather than decoded and encoded again.
 func encodePage(p eventlog.Page, ascending bool) []byte {
@@ -492,7 +521,7 @@ func encodePage(p eventlog.Page, ascending bool) []byte {
 		// {"cursor":"<33>","event":"<type>","data":<json>}, a comma, and room for escapes.
 		n += len(it.JSON) + len(it.Type) + 96
 	}
-	b := make([]byte, 0, n)
+	b := getPageBuf(n)
 	b = append(b, `{"items":[`...)
 	for i, it := range p.Items {
 		if i > 0 {
