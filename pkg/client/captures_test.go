@@ -1,9 +1,8 @@
 package client
 
 // Replies recorded from a real Tendermint node (testdata/tendermint-captures at the root of
-// the repository; the requests that produced them are in
-// /work/shared/reference/tendermint-captures/README.md), served back by a node that matches
-// each request's params against the recorded ones.
+// the repository; the requests that produced them are listed below), served back by a node
+// that matches each request's params against the recorded ones.
 
 import (
 	"bytes"

@@ -1,7 +1,7 @@
 package client
 
 // fakeTendermint speaks the `events` method the way a Tendermint node (v0.36 line) does, as
-// /work/shared/reference/tendermint-events-facts.md and rpc/core/events.go describe it:
+// its rpc/core/events.go and the recorded replies show:
 // newest-first pages only, cursors "%016x-%04x" of a Unix-nanosecond timestamp and a 16-bit
 // sequence counter that starts at 0001 and wraps, maxItems <= 0 → 10 and capped at 100,
 // waitTime clamped (to [MinWait, MaxWait]: 1s and 30s on a real node, shorter in tests),

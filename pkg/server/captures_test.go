@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -19,14 +18,11 @@ import (
 	"github.com/evtctl/evtctl/pkg/server"
 )
 
-// Replies recorded from a Tendermint node (v0.36 line) are kept in the repository, copied from
-// shared/reference/tendermint-captures, whose README gives the request of each one.
-const (
-	capturesDir       = "../../testdata/tendermint-captures"
-	sharedCapturesDir = "../../../shared/reference/tendermint-captures"
-)
+// Replies recorded from a Tendermint node (v0.36 line, kvstore app) are kept in
+// testdata/tendermint-captures; captureCases gives the request of each one.
+const capturesDir = "../../testdata/tendermint-captures"
 
-// captureCases are the requests of shared/reference/tendermint-captures/README.md, verbatim.
+// captureCases are the requests that produced the recorded replies, verbatim.
 var captureCases = []struct {
 	file   string
 	method string
@@ -239,43 +235,5 @@ func TestCaptures(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestCaptureFixturesMatchShared checks the copies in testdata against the reference
-// directory, when the workspace has it beside the repository.
-func TestCaptureFixturesMatchShared(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(sharedCapturesDir, "README.md"))
-	if os.IsNotExist(err) {
-		t.Skipf("%s is absent (the repository was cloned without shared/ beside it); the copies in %s are used as they are", sharedCapturesDir, capturesDir)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var listed []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9_]+\\.json)`").FindAllSubmatch(readme, -1) {
-		listed = append(listed, string(m[1]))
-	}
-	var tested []string
-	for _, tc := range captureCases {
-		tested = append(tested, tc.file)
-	}
-	sort.Strings(listed)
-	sort.Strings(tested)
-	if !slices.Equal(listed, tested) {
-		t.Fatalf("the README lists %q; the test replays %q", listed, tested)
-	}
-	for _, name := range listed {
-		a, err := os.ReadFile(filepath.Join(sharedCapturesDir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(capturesDir, name))
-		if err != nil {
-			t.Fatalf("%s: not copied into testdata: %v", name, err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Fatalf("%s: the copy in testdata differs from the reference", name)
-		}
 	}
 }
