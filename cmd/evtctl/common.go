@@ -32,10 +32,15 @@ func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the node's TLS certificate")
 }
 
-// client resolves the node (flag, then environment, then the default) and returns a client.
+// resolve picks the node and token: the flag, then the environment, then the default.
+func (o *nodeOptions) resolve() (node, token string) {
+	return firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"), "http://"+defaultListen),
+		firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
+}
+
+// client returns a client of the resolved node.
 func (o *nodeOptions) client() (*client.Client, error) {
-	node := firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"), "http://"+defaultListen)
-	token := firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
+	node, token := o.resolve()
 	c, err := client.New(client.Options{Node: node, Token: token, CAFile: o.CAFile, Insecure: o.Insecure, UserAgent: "evtctl/" + versionString()})
 	if err != nil {
 		return nil, usagef("--node: %v", err)

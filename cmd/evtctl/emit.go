@@ -183,15 +183,25 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 
 // target resolves where events go and the sender options.
 func (o *emitOptions) sender() (*deliver.Sender, error) {
-	url := o.To
-	token := o.node.Token
+	url, token := o.To, o.node.Token
 	if url == "" {
-		base, err := client.NormalizeNode(firstNonEmpty(o.node.Node, os.Getenv("EVTCTL_NODE"), "http://"+defaultListen))
+		node, nodeToken := o.node.resolve()
+		base, err := client.NormalizeNode(node)
 		if err != nil {
 			return nil, usagef("--node: %v", err)
 		}
 		url = base + "/events"
-		token = firstNonEmpty(token, os.Getenv("EVTCTL_TOKEN"), os.Getenv("EVTCTL_INGEST_TOKEN"))
+		token = firstNonEmpty(nodeToken, os.Getenv("EVTCTL_INGEST_TOKEN"))
+	}
+	tlsCfg, err := client.TLSConfig(o.node.CAFile, o.node.Insecure)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	var hc *http.Client // nil: deliver's default
+	if tlsCfg != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = tlsCfg
+		hc = &http.Client{Transport: tr}
 	}
 	h := http.Header{}
 	for _, kv := range o.Headers {
@@ -203,7 +213,7 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	}
 	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
 	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, Headers: h, Token: token, Timeout: o.Timeout,
+		URL: url, Mode: mode, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
 		OnRetry: func(attempt int, delay time.Duration, err error) {
 			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)

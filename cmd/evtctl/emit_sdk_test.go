@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -82,5 +86,34 @@ func TestEmitToSDKReceiver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// emit honours --ca-file for an https receiver (the flag was once accepted and ignored).
+func TestEmitTrustsCAFile(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Ce-Id")
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emit := func(extra ...string) error {
+		s, _, _, _ := iostreams.Test()
+		root := newRootCmd(s)
+		root.SetArgs(append([]string{"emit", "--to", srv.URL, "--type", "t.x", "--source", "/s", "--id", "tls-1", "--max-attempts", "1"}, extra...))
+		return root.ExecuteContext(context.Background())
+	}
+	if err := emit(); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("untrusted receiver accepted: %v", err)
+	}
+	if err := emit("--ca-file", ca); err != nil {
+		t.Fatalf("with --ca-file: %v", err)
+	}
+	if id := <-got; id != "tls-1" {
+		t.Fatalf("receiver got id %q", id)
 	}
 }

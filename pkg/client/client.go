@@ -59,24 +59,11 @@ func New(opts Options) (*Client, error) {
 		tr.MaxIdleConnsPerHost = 16
 		tr.ReadBufferSize = 256 << 10 // replay pages run to megabytes: fewer, larger reads
 		tr.ResponseHeaderTimeout = 0  // long-polls hold the response; the request context bounds it
-		if opts.CAFile != "" || opts.Insecure {
-			cfg := &tls.Config{InsecureSkipVerify: opts.Insecure} //nolint:gosec // the user asked for it
-			if opts.CAFile != "" {
-				pem, err := os.ReadFile(opts.CAFile)
-				if err != nil {
-					return nil, fmt.Errorf("CA file: %w", err)
-				}
-				pool, err := x509.SystemCertPool()
-				if err != nil || pool == nil {
-					pool = x509.NewCertPool()
-				}
-				if !pool.AppendCertsFromPEM(pem) {
-					return nil, fmt.Errorf("CA file %s holds no PEM certificate", opts.CAFile)
-				}
-				cfg.RootCAs = pool
-			}
-			tr.TLSClientConfig = cfg
+		cfg, err := TLSConfig(opts.CAFile, opts.Insecure)
+		if err != nil {
+			return nil, err
 		}
+		tr.TLSClientConfig = cfg
 		hc = &http.Client{Transport: tr}
 	}
 	ua := opts.UserAgent
@@ -88,6 +75,30 @@ func New(opts Options) (*Client, error) {
 		display = u.Redacted()
 	}
 	return &Client{endpoint: base + "/", base: display, token: opts.Token, ua: ua, hc: hc}, nil
+}
+
+// TLSConfig trusts the CAs in caFile beside the system's (when given) or skips verification
+// (insecure); nil when neither is asked for, which means Go's defaults.
+func TLSConfig(caFile string, insecure bool) (*tls.Config, error) {
+	if caFile == "" && !insecure {
+		return nil, nil
+	}
+	cfg := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the user asked for it
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
 }
 
 // NormalizeNode turns a node address into a base URL without a trailing slash.
@@ -263,12 +274,6 @@ type rpcParams struct {
 
 type rpcFilter struct {
 	Query string `json:"query"`
-}
-
-type rpcResponse struct {
-	ID     json.RawMessage `json:"id"`
-	Result *Reply          `json:"result"`
-	Error  *RPCError       `json:"error"`
 }
 
 // Events calls the events method once. The request's context bounds the call; a long-poll

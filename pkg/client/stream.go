@@ -75,16 +75,6 @@ type Gap struct {
 	Newest string // when the log is empty: the newest item it ever held
 }
 
-// after reports whether cursor a comes after b (both of one log).
-func after(a, b string) bool {
-	ac, err1 := cursor.Parse(a)
-	bc, err2 := cursor.Parse(b)
-	if err1 != nil || err2 != nil || a == "" || b == "" {
-		return len(a) == len(b) && a > b
-	}
-	return ac.After(bc)
-}
-
 // Batch is what Stream delivers at a time.
 type Batch struct {
 	Gap      *Gap   // lost events before Items, if any
@@ -170,7 +160,7 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 		}
 		if !fromTime {
 			b.Gap = detectGap(last, oldest)
-			if b.Gap == nil && oldest == "" && len(b.Items) == 0 && after(r.Newest, last) {
+			if b.Gap == nil && oldest == "" && len(b.Items) == 0 && last != "" && laterCursor(last, r.Newest) != last {
 				// Retention emptied the log after events past our cursor were appended.
 				b.Gap = &Gap{After: last, Newest: r.Newest}
 			}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
 )
@@ -50,8 +49,6 @@ type Options struct {
 	// Color adds ANSI colours to the pretty format. The caller decides (stdout is a
 	// terminal and NO_COLOR is unset); no other format ever writes colour.
 	Color bool
-	// Now is the clock for relative times (nil: time.Now). No format shows any yet.
-	Now func() time.Time
 }
 
 // Formats lists the names accepted in Options.Format.

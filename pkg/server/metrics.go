@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
 // metrics uses its own registry, so that two servers in one process (tests) do not clash.
@@ -31,25 +33,11 @@ func newMetrics(s *Server) *metrics {
 	m.ingested = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "evtctl_ingest_events_total", Help: "Events accepted by ingest, duplicates included.",
 	})
-	st := s.cfg.Store
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-	}
-	counter := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
-	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.latency, m.ingested,
-		counter("evtctl_log_appended_events_total", "Events appended to the log.", func() float64 { return float64(st.Stats().Appended) }),
-		counter("evtctl_log_appended_bytes_total", "Bytes appended to the log, framing included.", func() float64 { return float64(st.Stats().AppendedBytes) }),
-		counter("evtctl_log_duplicates_total", "Appends answered from the dedupe window.", func() float64 { return float64(st.Stats().Duplicates) }),
-		gauge("evtctl_log_items", "Items retained in the log.", func() float64 { return float64(st.Stats().Items) }),
-		gauge("evtctl_log_bytes", "Bytes retained in the log.", func() float64 { return float64(st.Stats().Bytes) }),
-		gauge("evtctl_log_segments", "Segment files of the log.", func() float64 { return float64(st.Stats().Segments) }),
-		gauge("evtctl_log_dedupe_keys", "Keys remembered for duplicate suppression.", func() float64 { return float64(st.Stats().DedupeEntries) }),
-		gauge("evtctl_waiting_readers", "Long-polls waiting for new events.", func() float64 { return float64(s.Waiters()) }),
+		&logCollector{s: s},
 	)
 	return m
 }
@@ -92,4 +80,45 @@ func (m *metrics) instrument(name string, h http.Handler) http.Handler {
 		}
 		m.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
 	})
+}
+
+// logCollector reports the log's figures from one Stats call per scrape (a Stats call takes
+// a snapshot of the log; one per figure would take seven).
+type logCollector struct{ s *Server }
+
+var logDescs = []struct {
+	name, help string
+	kind       prometheus.ValueType
+	value      func(st eventlog.Stats, s *Server) float64
+}{
+	{"evtctl_log_appended_events_total", "Events appended to the log.", prometheus.CounterValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Appended) }},
+	{"evtctl_log_appended_bytes_total", "Bytes appended to the log, framing included.", prometheus.CounterValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.AppendedBytes) }},
+	{"evtctl_log_duplicates_total", "Appends answered from the dedupe window.", prometheus.CounterValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Duplicates) }},
+	{"evtctl_log_items", "Items retained in the log.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Items) }},
+	{"evtctl_log_bytes", "Bytes retained in the log.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Bytes) }},
+	{"evtctl_log_segments", "Segment files of the log.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Segments) }},
+	{"evtctl_log_dedupe_keys", "Keys remembered for duplicate suppression.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.DedupeEntries) }},
+	{"evtctl_waiting_readers", "Long-polls waiting for new events.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.Waiters()) }},
+}
+
+// descs are built once, in logDescs' order.
+var descs = func() []*prometheus.Desc {
+	out := make([]*prometheus.Desc, len(logDescs))
+	for i, d := range logDescs {
+		out[i] = prometheus.NewDesc(d.name, d.help, nil, nil)
+	}
+	return out
+}()
+
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+}
+
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.cfg.Store.Stats()
+	for i, d := range logDescs {
+		ch <- prometheus.MustNewConstMetric(descs[i], d.kind, d.value(st, c.s))
+	}
 }
