@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strings"
 	"sync"
@@ -73,6 +74,9 @@ application/json, and the extensions minorversion 0 and pii false.
 Templates in --type, --source, --id, --subject, --data and --ext values see {{.Seq}} (1, 2, …)
 and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
 
+Events go in structured mode by default, which keeps the types of extensions (minorversion
+an integer, pii a boolean); binary mode carries every attribute as a string header.
+
 Delivery: transport errors and 5xx are retried with backoff; 429 and 503 honour Retry-After;
 any other 4xx is not retried and the receiver's reason is printed; 410 Gone stops. With
 --spool DIR each request's events are written durably to DIR before they are sent and removed
@@ -102,7 +106,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
-	f.StringVar(&opts.Mode, "mode", "binary", "HTTP content mode: binary, structured or batch")
+	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
@@ -147,6 +151,11 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 		return usagef("--to and --node choose the target: give one")
 	}
 	if o.Signal != "" {
+		u, err := targetURL(o.Signal)
+		if err != nil {
+			return usagef("--signal: %v", err)
+		}
+		o.Signal = u
 		switch o.SignalFormat {
 		case "form", "json", "get":
 		default:
@@ -184,7 +193,13 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 // target resolves where events go and the sender options.
 func (o *emitOptions) sender() (*deliver.Sender, error) {
 	url, token := o.To, o.node.Token
-	if url == "" {
+	if url != "" {
+		u, err := targetURL(url)
+		if err != nil {
+			return nil, usagef("--to: %v", err)
+		}
+		url = u
+	} else {
 		node, nodeToken := o.node.resolve()
 		base, err := client.NormalizeNode(node)
 		if err != nil {
@@ -223,6 +238,20 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		return nil, usagef("%v", err)
 	}
 	return s, nil
+}
+
+// targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
+// Unlike a node's address, path, trailing slash and query are kept as given.
+func targetURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := neturl.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", s)
+	}
+	return u.String(), nil
 }
 
 // source yields the events to send, one at a time, as validated CloudEvents JSON.

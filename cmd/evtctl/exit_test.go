@@ -82,3 +82,20 @@ func TestSafeText(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:7480/signal/order-42":    "http://localhost:7480/signal/order-42",
+		"https://hooks.example/in/?key=abc": "https://hooks.example/in/?key=abc",
+		" http://127.0.0.1:8080/events ":    "http://127.0.0.1:8080/events",
+	} {
+		if got, err := targetURL(in); err != nil || got != want {
+			t.Errorf("targetURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "ftp://x/y", "http://", "://x"} {
+		if _, err := targetURL(bad); err == nil {
+			t.Errorf("targetURL(%q) accepted", bad)
+		}
+	}
+}
