@@ -104,7 +104,7 @@ func TestEmitTrustsCAFile(t *testing.T) {
 	emit := func(extra ...string) error {
 		s, _, _, _ := iostreams.Test()
 		root := newRootCmd(s)
-		root.SetArgs(append([]string{"emit", "--to", srv.URL, "--type", "t.x", "--source", "/s", "--id", "tls-1", "--max-attempts", "1"}, extra...))
+		root.SetArgs(append([]string{"emit", "--to", srv.URL, "--mode", "binary", "--type", "t.x", "--source", "/s", "--id", "tls-1", "--max-attempts", "1"}, extra...))
 		return root.ExecuteContext(context.Background())
 	}
 	if err := emit(); err == nil || !strings.Contains(err.Error(), "certificate") {
