@@ -33,6 +33,21 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// scriptCmds are the commands scripts may use beyond testscript's own. Test files of
+// other commands add theirs in init.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"node":     cmdNode,
+	"http":     cmdHTTP,
+	"ingest":   cmdIngest,
+	"waitaddr": cmdWaitAddr,
+	"jsonvar":  cmdJSONVar,
+	"status":   cmdStatus,
+	"waitfile": cmdWaitFile,
+	"jsonl":    cmdJSONL,
+	"waithttp": cmdWaitHTTP,
+	"now":      cmdNow,
+}
+
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
@@ -43,18 +58,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"node":     cmdNode,
-			"http":     cmdHTTP,
-			"ingest":   cmdIngest,
-			"waitaddr": cmdWaitAddr,
-			"jsonvar":  cmdJSONVar,
-			"status":   cmdStatus,
-			"waitfile": cmdWaitFile,
-			"jsonl":    cmdJSONL,
-			"waithttp": cmdWaitHTTP,
-			"now":      cmdNow,
-		},
+		Cmds: scriptCmds,
 	})
 }
 
