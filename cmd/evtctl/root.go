@@ -31,6 +31,8 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 		newCmdReplay(streams),
 		newCmdEmit(streams),
 		newCmdLint(streams),
+		newCmdDemo(streams),
+		newCmdContext(streams),
 	)
 	return root
 }
