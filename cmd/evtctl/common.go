@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/config"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/iostreams"
@@ -23,25 +25,97 @@ type nodeOptions struct {
 	Token    string
 	CAFile   string
 	Insecure bool
+	Context  string
+
+	flags *pflag.FlagSet // to tell an explicit --insecure=false from the default
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.Node, "node", "", "node URL or host:port (default $EVTCTL_NODE, else http://"+defaultListen+")")
-	f.StringVar(&o.Token, "token", "", "bearer token for the node (default $EVTCTL_TOKEN)")
-	f.StringVar(&o.CAFile, "ca-file", "", "PEM file of certificate authorities to trust for https")
-	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the node's TLS certificate")
+	o.flags = f
+	f.StringVar(&o.Node, "node", "", "node URL or host:port (default $EVTCTL_NODE, the current context's, else http://"+defaultListen+")")
+	f.StringVar(&o.Token, "token", "", "bearer token for the node (default $EVTCTL_TOKEN, or the context's)")
+	f.StringVar(&o.CAFile, "ca-file", "", "PEM file of certificate authorities to trust for https (default $EVTCTL_CA_FILE, or the context's)")
+	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the node's TLS certificate (default $EVTCTL_INSECURE, or the context's)")
+	f.StringVar(&o.Context, "context", "", "use this context from the configuration file (default $EVTCTL_CONTEXT, else the current one)")
 }
 
-// resolve picks the node and token: the flag, then the environment, then the default.
-func (o *nodeOptions) resolve() (node, token string) {
-	return firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"), "http://"+defaultListen),
-		firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
+// nodeSettings say which node to talk to and how, once flags, environment and context are
+// weighed.
+type nodeSettings struct {
+	Node        string
+	Token       string
+	IngestToken string // for sending events
+	CAFile      string
+	Insecure    bool
+	Context     string // the context that supplied settings, if any
+}
+
+// settings resolves the node and how to reach it. Each setting comes from its flag, else
+// its environment variable, else the context (--context, $EVTCTL_CONTEXT or the current
+// one), else the default. A context's tokens and TLS settings go only to the context's own
+// node: when --node or $EVTCTL_NODE names another node, they are not used.
+func (o *nodeOptions) settings() (nodeSettings, error) {
+	name := firstNonEmpty(o.Context, os.Getenv("EVTCTL_CONTEXT"))
+	named := name != ""
+	var ctx *config.Context
+	path, err := config.Path()
+	if err != nil && named {
+		return nodeSettings{}, usagef("--context: finding the configuration file: %v", err)
+	}
+	if err == nil {
+		file, err := config.Load(path)
+		if err != nil {
+			return nodeSettings{}, configErrorf("configuration: %v", err)
+		}
+		if !named {
+			name, ctx = file.Current()
+		} else if ctx = file.Contexts[name]; ctx == nil {
+			return nodeSettings{}, usagef("--context: no context %q in %s (see evtctl context list)", name, path)
+		}
+	}
+	s := nodeSettings{Node: firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"))}
+	if ctx != nil && s.Node != "" && !sameNode(s.Node, ctx.Node) {
+		ctx = nil // another node was asked for: the context's secrets stay with its own node
+	}
+	if ctx == nil {
+		ctx = &config.Context{}
+		name = ""
+	}
+	s.Context = name
+	s.Node = firstNonEmpty(s.Node, ctx.Node, "http://"+defaultListen)
+	envToken := firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
+	s.Token = firstNonEmpty(envToken, ctx.Token)
+	s.IngestToken = firstNonEmpty(envToken, os.Getenv("EVTCTL_INGEST_TOKEN"), ctx.IngestToken, ctx.Token)
+	s.CAFile = firstNonEmpty(o.CAFile, os.Getenv("EVTCTL_CA_FILE"), ctx.CAFile)
+	switch v := os.Getenv("EVTCTL_INSECURE"); {
+	case o.flags != nil && o.flags.Changed("insecure"):
+		s.Insecure = o.Insecure
+	case v != "":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nodeSettings{}, usagef("EVTCTL_INSECURE=%q: want true or false", v)
+		}
+		s.Insecure = b
+	default:
+		s.Insecure = ctx.Insecure
+	}
+	return s, nil
+}
+
+// sameNode reports whether two node addresses name the same base URL.
+func sameNode(a, b string) bool {
+	na, err1 := client.NormalizeNode(a)
+	nb, err2 := client.NormalizeNode(b)
+	return err1 == nil && err2 == nil && na == nb
 }
 
 // client returns a client of the resolved node.
 func (o *nodeOptions) client() (*client.Client, error) {
-	node, token := o.resolve()
-	c, err := client.New(client.Options{Node: node, Token: token, CAFile: o.CAFile, Insecure: o.Insecure, UserAgent: "evtctl/" + versionString()})
+	s, err := o.settings()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString()})
 	if err != nil {
 		return nil, usagef("--node: %v", err)
 	}

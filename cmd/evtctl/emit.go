@@ -192,23 +192,26 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 
 // target resolves where events go and the sender options.
 func (o *emitOptions) sender() (*deliver.Sender, error) {
-	url, token := o.To, o.node.Token
+	ns, err := o.node.settings()
+	if err != nil {
+		return nil, err
+	}
+	url, token, caFile, insecure := o.To, ns.IngestToken, ns.CAFile, ns.Insecure
 	if url != "" {
 		u, err := targetURL(url)
 		if err != nil {
 			return nil, usagef("--to: %v", err)
 		}
-		url = u
+		// Another target: the node's tokens and TLS settings are not for it.
+		url, token, caFile, insecure = u, o.node.Token, o.node.CAFile, o.node.Insecure
 	} else {
-		node, nodeToken := o.node.resolve()
-		base, err := client.NormalizeNode(node)
+		base, err := client.NormalizeNode(ns.Node)
 		if err != nil {
 			return nil, usagef("--node: %v", err)
 		}
 		url = base + "/events"
-		token = firstNonEmpty(nodeToken, os.Getenv("EVTCTL_INGEST_TOKEN"))
 	}
-	tlsCfg, err := client.TLSConfig(o.node.CAFile, o.node.Insecure)
+	tlsCfg, err := client.TLSConfig(caFile, insecure)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

@@ -28,6 +28,12 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// configErrorf is a problem with the configuration file: exit status 2, like a usage error,
+// without pointing at the command line.
+func configErrorf(format string, args ...any) error {
+	return &statusError{exitUsage, fmt.Errorf(format, args...)}
+}
+
 // statusError carries a specific status; its message, if any, is printed.
 type statusError struct {
 	code int

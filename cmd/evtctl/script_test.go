@@ -245,7 +245,7 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	cmd := exec.Command(os.Args[0], args[1:]...)
 	cmd.Dir = ts.MkAbs(".")
 	env := []string{"EVTCTL_TEST_AS_MAIN=1"}
-	for _, k := range []string{"EVTCTL_NODE", "EVTCTL_TOKEN", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "TMPDIR"} {
+	for _, k := range []string{"EVTCTL_NODE", "EVTCTL_TOKEN", "EVTCTL_CONTEXT", "EVTCTL_INGEST_TOKEN", "EVTCTL_READ_TOKEN", "EVTCTL_CA_FILE", "EVTCTL_INSECURE", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "TMPDIR"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}
 	cmd.Env = env

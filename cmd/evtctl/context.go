@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/config"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+func newCmdContext(streams *iostreams.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "context",
+		Short: "Manage named nodes (contexts) in the configuration file",
+		Long: `A context names a node with the tokens and TLS settings needed to reach it. The current
+context is used by tail, replay, emit and the other commands that talk to a node when
+neither a flag nor the environment says otherwise; --context NAME (or $EVTCTL_CONTEXT)
+picks another one for a single command.
+
+Each setting is taken from its flag, else its environment variable (EVTCTL_NODE,
+EVTCTL_TOKEN, EVTCTL_INGEST_TOKEN, EVTCTL_CA_FILE, EVTCTL_INSECURE), else the context, else
+the default. A context's tokens are sent only to its own node: with --node or $EVTCTL_NODE
+naming another node, the context is not used at all.
+
+Contexts are kept in ` + configPathHelp() + `, readable by its owner
+only. Tokens are never printed back.`,
+		Example: `  evtctl context add prod --node https://events.example.com --token-stdin < prod.token --use
+  evtctl context add local --node 127.0.0.1:7480
+  evtctl context list
+  evtctl tail --context local`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newCmdContextAdd(streams), newCmdContextUse(streams), newCmdContextList(streams),
+		newCmdContextRemove(streams), newCmdContextCurrent(streams))
+	return cmd
+}
+
+func configPathHelp() string {
+	if p, err := config.Path(); err == nil && os.Getenv("XDG_CONFIG_HOME") == "" {
+		return p
+	}
+	return "$XDG_CONFIG_HOME/evtctl/config.yaml"
+}
+
+// loadConfig reads the configuration file for a command that manages it.
+func loadConfig() (string, *config.File, error) {
+	path, err := config.Path()
+	if err != nil {
+		return "", nil, fmt.Errorf("finding the configuration file: %w", err)
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		return "", nil, configErrorf("configuration: %v", err)
+	}
+	return path, f, nil
+}
+
+type contextAddOptions struct {
+	streams *iostreams.IOStreams
+
+	Name        string
+	Node        string
+	Token       string
+	TokenStdin  bool
+	IngestToken string
+	CAFile      string
+	Insecure    bool
+	Use         bool
+	Force       bool
+}
+
+func newCmdContextAdd(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &contextAddOptions{streams: streams}
+	cmd := &cobra.Command{
+		Use:   "add NAME --node URL",
+		Short: "Add a context",
+		Long: `Add a context named NAME for the node at --node. The first context added becomes the
+current one; --use makes any new one current. --token-stdin reads the token from the first
+line of standard input, which keeps it out of the shell's history and process listings.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("context add takes one name, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if err := config.ValidName(opts.Name); err != nil {
+				return usagef("%v", err)
+			}
+			if opts.Node == "" {
+				return usagef("context add needs --node")
+			}
+			if opts.TokenStdin && opts.Token != "" {
+				return usagef("--token and --token-stdin cannot be used together")
+			}
+			return runContextAdd(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Node, "node", "", "the node's URL or host:port")
+	f.StringVar(&opts.Token, "token", "", "bearer token for reading")
+	f.BoolVar(&opts.TokenStdin, "token-stdin", false, "read the token from the first line of standard input")
+	f.StringVar(&opts.IngestToken, "ingest-token", "", "bearer token for sending events (default: the token)")
+	f.StringVar(&opts.CAFile, "ca-file", "", "PEM file of certificate authorities to trust for https")
+	f.BoolVar(&opts.Insecure, "insecure", false, "do not verify the node's TLS certificate")
+	f.BoolVar(&opts.Use, "use", false, "make it the current context")
+	f.BoolVar(&opts.Force, "force", false, "replace a context of the same name")
+	return cmd
+}
+
+func runContextAdd(opts *contextAddOptions) error {
+	node, err := client.NormalizeNode(opts.Node)
+	if err != nil {
+		return usagef("--node: %v", err)
+	}
+	if opts.TokenStdin {
+		line, err := bufio.NewReader(opts.streams.In).ReadString('\n')
+		if err != nil && line == "" {
+			return usagef("--token-stdin: no token on standard input")
+		}
+		opts.Token = strings.TrimSpace(line)
+		if opts.Token == "" {
+			return usagef("--token-stdin: the first line of standard input is empty")
+		}
+	}
+	if opts.CAFile != "" {
+		abs, err := filepath.Abs(opts.CAFile)
+		if err != nil {
+			return usagef("--ca-file: %v", err)
+		}
+		if _, err := client.TLSConfig(abs, false); err != nil {
+			return usagef("%v", err)
+		}
+		opts.CAFile = abs // the context is used from any directory
+	}
+	path, f, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if f.Contexts[opts.Name] != nil && !opts.Force {
+		return usagef("context %q exists; give --force to replace it", opts.Name)
+	}
+	f.Contexts[opts.Name] = &config.Context{
+		Node: node, Token: opts.Token, IngestToken: opts.IngestToken, CAFile: opts.CAFile, Insecure: opts.Insecure,
+	}
+	if opts.Use || f.CurrentContext == "" {
+		f.CurrentContext = opts.Name
+	}
+	if err := f.Save(path); err != nil {
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	cur := ""
+	if f.CurrentContext == opts.Name {
+		cur = " (current)"
+	}
+	fmt.Fprintf(opts.streams.ErrOut, "added context %q for %s%s to %s\n", opts.Name, node, cur, path)
+	return nil
+}
+
+func newCmdContextUse(streams *iostreams.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:               "use NAME",
+		Short:             "Make a context the current one",
+		Args:              exactlyOneName("context use"),
+		ValidArgsFunction: completeContextNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, f, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if f.Contexts[args[0]] == nil {
+				return usagef("no context %q (see evtctl context list)", args[0])
+			}
+			f.CurrentContext = args[0]
+			if err := f.Save(path); err != nil {
+				return fmt.Errorf("saving %s: %w", path, err)
+			}
+			fmt.Fprintf(streams.ErrOut, "now using context %q (%s)\n", args[0], f.Contexts[args[0]].Node)
+			return nil
+		},
+	}
+}
+
+func newCmdContextRemove(streams *iostreams.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:               "remove NAME",
+		Aliases:           []string{"rm"},
+		Short:             "Remove a context",
+		Args:              exactlyOneName("context remove"),
+		ValidArgsFunction: completeContextNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, f, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if f.Contexts[args[0]] == nil {
+				return usagef("no context %q (see evtctl context list)", args[0])
+			}
+			delete(f.Contexts, args[0])
+			note := ""
+			if f.CurrentContext == args[0] {
+				f.CurrentContext = ""
+				note = "; no context is current now"
+			}
+			if err := f.Save(path); err != nil {
+				return fmt.Errorf("saving %s: %w", path, err)
+			}
+			fmt.Fprintf(streams.ErrOut, "removed context %q%s\n", args[0], note)
+			return nil
+		},
+	}
+}
+
+func newCmdContextCurrent(streams *iostreams.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "current",
+		Short: "Print the name of the current context",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, f, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			if f.CurrentContext == "" {
+				return fmt.Errorf("no context is current (see evtctl context use)")
+			}
+			fmt.Fprintln(streams.Out, f.CurrentContext)
+			return nil
+		},
+	}
+}
+
+// contextView is a context as list shows it: secrets only as whether they are set.
+type contextView struct {
+	Name        string `json:"name"`
+	Current     bool   `json:"current"`
+	Node        string `json:"node"`
+	Token       bool   `json:"token"`
+	IngestToken bool   `json:"ingest_token"`
+	CAFile      string `json:"ca_file,omitempty"`
+	Insecure    bool   `json:"insecure,omitempty"`
+}
+
+func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the contexts (tokens are shown only as set or not)",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usagef("--output must be table or json, got %q", output)
+			}
+			path, f, err := loadConfig()
+			if err != nil {
+				return err
+			}
+			views := make([]contextView, 0, len(f.Contexts))
+			for _, n := range f.Names() {
+				c := f.Contexts[n]
+				views = append(views, contextView{Name: n, Current: n == f.CurrentContext, Node: c.Node,
+					Token: c.Token != "", IngestToken: c.IngestToken != "", CAFile: c.CAFile, Insecure: c.Insecure})
+			}
+			if config.TooOpen(path, f) {
+				fmt.Fprintf(streams.ErrOut, "evtctl: warning: %s holds tokens and others can read it; chmod 600 it\n", path)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(streams.Out)
+				for _, v := range views {
+					if err := enc.Encode(v); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(views) == 0 {
+				fmt.Fprintln(streams.ErrOut, "no contexts; add one with evtctl context add NAME --node URL")
+				return nil
+			}
+			tw := tabwriter.NewWriter(streams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CURRENT\tNAME\tNODE\tTOKEN\tINGEST TOKEN\tTLS")
+			for _, v := range views {
+				tlsNote := "-"
+				switch {
+				case v.Insecure:
+					tlsNote = "insecure"
+				case v.CAFile != "":
+					tlsNote = "ca " + v.CAFile
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", mark(v.Current, "*"), v.Name, v.Node, setOrNot(v.Token), setOrNot(v.IngestToken), tlsNote)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (JSON lines)")
+	return cmd
+}
+
+func mark(b bool, s string) string {
+	if b {
+		return s
+	}
+	return ""
+}
+
+func setOrNot(b bool) string {
+	if b {
+		return "set"
+	}
+	return "-"
+}
+
+func exactlyOneName(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usagef("%s takes one context name, got %d arguments", what, len(args))
+		}
+		return nil
+	}
+}
+
+// completeContextNames completes the names of the configured contexts.
+func completeContextNames(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	_, f, err := loadConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, n := range f.Names() {
+		if strings.HasPrefix(n, toComplete) {
+			out = append(out, n+"\t"+f.Contexts[n].Node)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
