@@ -185,6 +185,7 @@ type outputOptions struct {
 
 func (o *outputOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.Format, "output", "o", "", "output format: "+strings.Join(render.Formats(), ", ")+" (default pretty on a terminal, jsonl otherwise)")
+	choices(f, "output", render.Formats()...)
 	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
 }

@@ -304,6 +304,7 @@ func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (JSON lines)")
+	choices(cmd.Flags(), "output", "table", "json")
 	return cmd
 }
 

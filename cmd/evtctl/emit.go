@@ -107,6 +107,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
 	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
+	choices(f, "mode", "structured", "binary", "batch")
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
@@ -121,6 +122,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
 	f.StringVarP(&opts.Output, "output", "o", "", "text or json: one line per accepted event (default text on a terminal, json otherwise)")
+	choices(f, "output", "text", "json")
 	return cmd
 }
 

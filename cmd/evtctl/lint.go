@@ -49,6 +49,7 @@ warnings alone exit 0.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text, or json (one finding per line)")
+	choices(cmd.Flags(), "output", "text", "json")
 	return cmd
 }
 

@@ -33,7 +33,9 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 		newCmdLint(streams),
 		newCmdDemo(streams),
 		newCmdContext(streams),
+		newCmdGenMan(streams),
 	)
+	registerCompletions(root)
 	return root
 }
 

@@ -84,6 +84,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "exit when no event arrives for this long (0: never)")
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head has been written")
 	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
+	choices(f, "on-gap", "warn", "fail", "ignore")
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", 0, "give up when the node has failed for this long (0: keep retrying)")

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/evtctl/evtctl/pkg/client"
+)
+
+// choicesAnnotation marks a flag whose values are a fixed list, for shell completion.
+const choicesAnnotation = "evtctl_choices"
+
+// choices records the values a flag accepts, so that shells offer them on <TAB>.
+func choices(f *pflag.FlagSet, name string, values ...string) {
+	if err := f.SetAnnotation(name, choicesAnnotation, values); err != nil {
+		panic(err) // a flag of that name must have been defined just before
+	}
+}
+
+// registerCompletions walks the command tree once it is built: flags with fixed choices
+// complete to them, --type to the event types a reachable node holds, --context to the
+// configured contexts.
+func registerCompletions(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		var fn cobra.CompletionFunc
+		switch {
+		case fl.Annotations[choicesAnnotation] != nil:
+			values := fl.Annotations[choicesAnnotation]
+			fn = func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				return withPrefix(values, toComplete), cobra.ShellCompDirectiveNoFileComp
+			}
+		case fl.Name == "type" && cmd.Flags().Lookup("node") != nil:
+			fn = completeTypes
+		case fl.Name == "context" && cmd.Flags().Lookup("node") != nil:
+			fn = func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				return completeContextNames(c, nil, toComplete)
+			}
+		default:
+			return
+		}
+		// An error means the command registered its own completion: keep that.
+		_ = cmd.RegisterFlagCompletionFunc(fl.Name, fn)
+	})
+	for _, sub := range cmd.Commands() {
+		registerCompletions(sub)
+	}
+}
+
+func withPrefix(values []string, prefix string) []string {
+	var out []string
+	for _, v := range values {
+		if strings.HasPrefix(v, prefix) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// completeTypes offers the types of the newest events of the node the command line names,
+// when it answers within a second; otherwise nothing.
+func completeTypes(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	no := nodeOptions{flags: cmd.Flags()}
+	no.Node, _ = cmd.Flags().GetString("node")
+	no.Token, _ = cmd.Flags().GetString("token")
+	no.CAFile, _ = cmd.Flags().GetString("ca-file")
+	no.Insecure, _ = cmd.Flags().GetBool("insecure")
+	no.Context, _ = cmd.Flags().GetString("context")
+	c, err := no.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Second)
+	defer cancel()
+	reply, err := c.Events(ctx, client.Request{MaxItems: 1000, Wait: time.Millisecond})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	seen := map[string]bool{}
+	for _, it := range reply.Items {
+		if strings.HasPrefix(it.Event, toComplete) {
+			seen[it.Event] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

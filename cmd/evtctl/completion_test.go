@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+// runCLI runs one command line in-process and returns its exit status, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	streams, _, out, errOut := iostreams.Test()
+	root := newRootCmd(streams)
+	root.SetArgs(args)
+	ctx := context.Background()
+	return exitCode(streams, root.ExecuteContext(ctx), ctx), out.String(), errOut.String()
+}
+
+var completionFiles = map[string]string{
+	"bash":       "evtctl.bash",
+	"zsh":        "_evtctl",
+	"fish":       "evtctl.fish",
+	"powershell": "evtctl.ps1",
+}
+
+// The scripts committed under completions/ are what `evtctl completion SHELL` prints now.
+// EVTCTL_UPDATE_COMPLETIONS=1 rewrites them.
+func TestCompletionsFresh(t *testing.T) {
+	for shell, name := range completionFiles {
+		code, got, stderr := runCLI(t, "completion", shell)
+		if code != 0 {
+			t.Fatalf("completion %s: exit %d: %s", shell, code, stderr)
+		}
+		path := filepath.Join("..", "..", "completions", name)
+		if os.Getenv("EVTCTL_UPDATE_COMPLETIONS") == "1" {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (make it with EVTCTL_UPDATE_COMPLETIONS=1 go test ./cmd/evtctl -run TestCompletionsFresh)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s is stale: run EVTCTL_UPDATE_COMPLETIONS=1 go test ./cmd/evtctl -run TestCompletionsFresh", path)
+		}
+	}
+}
+
+// The bash script loads into bash and registers a completion for evtctl.
+func TestBashCompletionLoads(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", "source completions/evtctl.bash && complete -p evtctl")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "complete") || !strings.Contains(string(out), "evtctl") {
+		t.Fatalf("complete -p printed %q", out)
+	}
+}
+
+// Flags with fixed choices complete to them; the command's own list wins where it has one.
+func TestCompleteChoices(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"tail", "--on-gap", ""}, []string{"warn", "fail", "ignore"}},
+		{[]string{"tail", "-o", "p"}, []string{"pretty"}},
+		{[]string{"replay", "--output", ""}, []string{"jsonl", "pretty", "ce", "data", "template"}},
+		{[]string{"emit", "--mode", "b"}, []string{"binary", "batch"}},
+		{[]string{"context", "list", "-o", ""}, []string{"table", "json"}},
+		{[]string{"lint", "-o", "j"}, []string{"json"}},
+	} {
+		code, out, stderr := runCLI(t, append([]string{"__complete"}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %s", tc.args, code, stderr)
+		}
+		got := completionValues(out)
+		for _, w := range tc.want {
+			if !strings.Contains(","+strings.Join(got, ",")+",", ","+w+",") {
+				t.Errorf("%v: got %v, want %s among them", tc.args, got, w)
+			}
+		}
+		for _, g := range got {
+			if !strings.HasPrefix(g, tc.args[len(tc.args)-1]) {
+				t.Errorf("%v: %q does not start with what was typed", tc.args, g)
+			}
+		}
+	}
+}
+
+// completionValues are the candidate lines of a __complete answer, without descriptions
+// and the directive line.
+func completionValues(out string) []string {
+	var vs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		v, _, _ := strings.Cut(line, "\t")
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// The generated manual pages cover every visible command.
+func TestGenMan(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "gen-man", dir); code != 0 {
+		t.Fatalf("gen-man: %s", stderr)
+	}
+	for _, page := range []string{"evtctl.1", "evtctl-tail.1", "evtctl-replay.1", "evtctl-emit.1", "evtctl-serve.1", "evtctl-demo.1", "evtctl-context-add.1"} {
+		b, err := os.ReadFile(filepath.Join(dir, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(".SH NAME")) {
+			t.Errorf("%s has no NAME section", page)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evtctl-gen-man.1")); err == nil {
+		t.Error("the hidden gen-man command got a page")
+	}
+}
