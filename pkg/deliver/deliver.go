@@ -417,7 +417,7 @@ func (s *Sender) attempt(ctx context.Context, h http.Header, body []byte) (int, 
 		return resp.StatusCode, reply, nil
 	}
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBytes))
-	se := &StatusError{Status: resp.StatusCode, Reason: reason(text)}
+	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text)}
 	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = d
 	}
@@ -436,8 +436,9 @@ func (s *Sender) transportErr(ctx, actx context.Context, err error) error {
 	return err
 }
 
-// reason extracts the server's message from an error reply.
-func reason(b []byte) string {
+// Reason returns the message of a receiver's error reply: the "error" (or "message")
+// member of a JSON reply, else its text with whitespace collapsed, shortened to 512 bytes.
+func Reason(b []byte) string {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '{' {
 		var m struct {

@@ -524,11 +524,11 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 func TestReasonIsShortened(t *testing.T) {
-	r := reason([]byte(strings.Repeat("é", 1000)))
+	r := Reason([]byte(strings.Repeat("é", 1000)))
 	if len(r) > maxReasonLen+len("…") || !strings.HasSuffix(r, "…") || !strings.HasPrefix(r, "éé") {
 		t.Errorf("reason of %d bytes: %q…", len(r), r[:20])
 	}
-	if r := reason([]byte(`{"error":{"message":"nested"}}`)); r != "nested" {
+	if r := Reason([]byte(`{"error":{"message":"nested"}}`)); r != "nested" {
 		t.Errorf("nested reason %q", r)
 	}
 }

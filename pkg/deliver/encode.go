@@ -166,3 +166,19 @@ func isJSONMediaType(ct string) bool {
 	_, sub, _ := strings.Cut(mt, "/")
 	return sub == "json" || strings.HasSuffix(sub, "+json")
 }
+
+// Encode returns the headers and body of the request that carries one event (a CloudEvent
+// in JSON format) in Binary or Structured mode, exactly as Send would make them.
+func Encode(mode Mode, event []byte) (http.Header, []byte, error) {
+	switch mode {
+	case Structured:
+		return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
+	case Binary:
+		br, err := toBinary(event)
+		if err != nil {
+			return nil, nil, err
+		}
+		return br.header, br.body, nil
+	}
+	return nil, nil, fmt.Errorf("mode %s does not carry one event per request", mode)
+}

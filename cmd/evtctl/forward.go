@@ -1,0 +1,549 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/deliver"
+	"github.com/evtctl/evtctl/pkg/forward"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/retry"
+)
+
+type forwardOptions struct {
+	streams *iostreams.IOStreams
+	node    nodeOptions
+	query   queryOptions
+
+	To            string
+	From          string
+	Checkpoint    string
+	State         string
+	DeadLetter    string
+	Mode          string
+	Concurrency   int
+	Ordered       bool
+	Timeout       time.Duration
+	RetryDelays   string
+	MaxAttempts   int
+	MaxPending    int
+	Secret        string
+	Headers       []string
+	Output        string
+	Sync          string
+	UntilCaughtUp bool
+	OnGap         string
+	PageSize      int
+	Wait          time.Duration
+	RetryFor      time.Duration
+
+	now func() time.Time
+}
+
+func newCmdForward(streams *iostreams.IOStreams) *cobra.Command {
+	opts := &forwardOptions{streams: streams, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "forward --to URL",
+		Short: "Deliver a node's events to a webhook, with retries and a checkpoint",
+		Long: `Follow a node's log and POST each matching event to a webhook as a CloudEvent (binary
+mode by default), one request per event.
+
+2xx delivers an event. 500, 502, 503, 504, 429, transport failures and timeouts are retried:
+the event moves to the next retry tier (--retry-delays), kept in a durable store, and is tried
+again once that tier's delay (or the receiver's Retry-After, when later) has passed. Events
+waiting for a retry never hold up new ones; at most --concurrency deliveries are in flight.
+After the last tier or --max-attempts the event is dead-lettered, as is an event answered
+with any other 4xx. A 429 with Retry-After pauses every delivery for that long. 307 and 308
+redirects are followed with the same method and body (at most 5); on a redirect to another
+origin, Authorization, Cookie, the -H headers and the signature are not sent on. 410 Gone
+stops forwarding for good: it is recorded, and forward refuses to start again until the
+record is removed.
+
+With --checkpoint FILE (or --state DIR) forward resumes where it stopped. The checkpoint only
+moves past events that were delivered, dead-lettered or stored for a retry, and every outcome
+is on disk before its delivery slot is freed: after a crash or kill -9, the only events sent
+again are those whose delivery was in flight (at most --concurrency). Each request carries the
+event's id (ce-id, or webhook-id when signing), so the receiver can drop repeats.
+
+State: DIR (default FILE.state) holds the retry journal, the 410 record and a lock; the
+checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.`,
+		Example: `  evtctl forward --to http://localhost:8080/hook --checkpoint hook.json
+  evtctl forward --to https://example.com/events --type 'org.openedx.#' --from start \
+      --checkpoint hook.json --concurrency 16 --secret "$WEBHOOK_SECRET"
+  evtctl forward --to localhost:8080/hook --retry-delays 1s,10s,1m --max-attempts 6 -o jsonl |
+      jq -c 'select(.result != "delivered")'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			return runForward(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	opts.node.addFlags(f)
+	opts.query.addFlags(f)
+	f.StringVar(&opts.To, "to", "", "the webhook to deliver to: an http(s) URL or host:port/path (required)")
+	f.StringVar(&opts.From, "from", "", "where to start without a checkpoint: start (the oldest event), a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration back (default: the head, only new events)")
+	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE and keep it updated (default DIR/checkpoint with --state)")
+	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
+	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
+	f.StringVar(&opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: binary or structured")
+	f.IntVar(&opts.Concurrency, "concurrency", 1, "deliveries in flight at once; above 1, events may arrive out of order")
+	f.BoolVar(&opts.Ordered, "ordered", false, "deliver strictly in log order, one at a time, waiting for a failing event's retries")
+	f.DurationVar(&opts.Timeout, "timeout", forward.DefaultTimeout, "time limit for one attempt, the reply included")
+	f.StringVar(&opts.RetryDelays, "retry-delays", forward.FormatDelays(forward.DefaultDelays), "the retry tiers: how long an event waits after its 1st, 2nd, ... failure")
+	f.IntVar(&opts.MaxAttempts, "max-attempts", 0, "attempts per event before it is dead-lettered, the first included (default: one per tier, plus the first)")
+	f.IntVar(&opts.MaxPending, "max-pending", forward.DefaultMaxPending, "events waiting for a retry before reading new ones pauses")
+	f.StringVar(&opts.Secret, "secret", "", "sign deliveries (Standard Webhooks: whsec_ and base64) (default $EVTCTL_WEBHOOK_SECRET)")
+	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
+	f.StringVarP(&opts.Output, "output", "o", "", "jsonl: write each attempt's result to stdout as a JSON line")
+	f.StringVar(&opts.Sync, "sync", "always", "fsync the retry journal for every outcome (always) or before each checkpoint (checkpoint: faster; a power loss may repeat recent deliveries)")
+	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head is delivered or dead-lettered (retries included)")
+	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost to the node's retention: warn, fail (exit 3) or ignore")
+	f.IntVar(&opts.PageSize, "page-size", 100, "events per request to the node")
+	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request to the node")
+	f.DurationVar(&opts.RetryFor, "retry-for", 0, "give up when the node has failed for this long (0: keep retrying)")
+	choices(f, "mode", "binary", "structured")
+	choices(f, "output", "jsonl")
+	choices(f, "sync", "always", "checkpoint")
+	choices(f, "on-gap", "warn", "fail", "ignore")
+	return cmd
+}
+
+func (o *forwardOptions) validate(cmd *cobra.Command) error {
+	if o.To == "" {
+		return usagef("--to is required: the webhook to deliver to")
+	}
+	switch o.Mode {
+	case "binary", "structured":
+	default:
+		return usagef("--mode must be binary or structured, got %q", o.Mode)
+	}
+	switch o.Output {
+	case "", "jsonl":
+	default:
+		return usagef("--output must be jsonl, got %q", o.Output)
+	}
+	switch o.OnGap {
+	case "warn", "fail", "ignore":
+	default:
+		return usagef("--on-gap must be warn, fail or ignore, got %q", o.OnGap)
+	}
+	switch o.Sync {
+	case "always", "checkpoint":
+	default:
+		return usagef("--sync must be always or checkpoint, got %q", o.Sync)
+	}
+	if o.Concurrency < 1 {
+		return usagef("--concurrency must be at least 1")
+	}
+	if o.Ordered && cmd.Flags().Changed("concurrency") && o.Concurrency > 1 {
+		return usagef("--ordered delivers one event at a time; it does not go with --concurrency %d", o.Concurrency)
+	}
+	if o.MaxAttempts < 0 || o.MaxPending < 1 || o.PageSize < 1 {
+		return usagef("--max-attempts must not be negative, --max-pending and --page-size must be at least 1")
+	}
+	if o.Timeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
+	return nil
+}
+
+// forwardPaths are where forward keeps what it must not lose.
+type forwardPaths struct {
+	checkpoint, state, deadLetter string
+}
+
+func (o *forwardOptions) paths() forwardPaths {
+	p := forwardPaths{checkpoint: o.Checkpoint, state: o.State, deadLetter: o.DeadLetter}
+	if p.state == "" && p.checkpoint != "" {
+		p.state = p.checkpoint + ".state"
+	}
+	if p.checkpoint == "" && p.state != "" {
+		p.checkpoint = filepath.Join(p.state, "checkpoint")
+	}
+	if p.deadLetter == "" && p.state != "" {
+		p.deadLetter = filepath.Join(p.state, "dead-letter.jsonl")
+	}
+	return p
+}
+
+// target builds the receiver's side of the options.
+func (o *forwardOptions) target() (forward.Target, error) {
+	u, err := targetURL(o.To)
+	if err != nil {
+		return forward.Target{}, usagef("--to: %v", err)
+	}
+	t := forward.Target{URL: u, Mode: deliver.Binary, Timeout: o.Timeout, UserAgent: "evtctl/" + versionString()}
+	if o.Mode == "structured" {
+		t.Mode = deliver.Structured
+	}
+	if len(o.Headers) > 0 {
+		t.Header = http.Header{}
+		for _, kv := range o.Headers {
+			k, v, err := forward.ParseHeader(kv)
+			if err != nil {
+				return forward.Target{}, usagef("-H %v", err)
+			}
+			t.Header.Add(k, v)
+		}
+	}
+	if secret := firstNonEmpty(o.Secret, os.Getenv("EVTCTL_WEBHOOK_SECRET")); secret != "" {
+		key, err := forward.ParseSecret(secret)
+		if err != nil {
+			return forward.Target{}, usagef("--secret: %v", err)
+		}
+		t.Secret = key
+	}
+	return t, nil
+}
+
+func runForward(ctx context.Context, opts *forwardOptions) error {
+	query, err := opts.query.build()
+	if err != nil {
+		return err
+	}
+	c, err := opts.node.client()
+	if err != nil {
+		return err
+	}
+	target, err := opts.target()
+	if err != nil {
+		return err
+	}
+	delays, err := forward.ParseDelays(opts.RetryDelays)
+	if err != nil {
+		return usagef("--retry-delays: %v", err)
+	}
+	var start client.StreamOptions // where --from says to begin, checked before anything is opened
+	if opts.From != "" {
+		if err := opts.startAt(&start); err != nil {
+			return err
+		}
+	}
+	paths := opts.paths()
+	errOut := opts.streams.ErrOut
+
+	var st *forward.State
+	if paths.state != "" {
+		if st, err = forward.OpenState(paths.state); err != nil {
+			return err
+		}
+		defer st.Close()
+		if g, err := st.Gone(); err != nil {
+			return err
+		} else if g != nil {
+			return &forward.GoneError{Record: *g, Path: st.GonePath()}
+		}
+		if n := st.Repaired(); n > 0 {
+			fmt.Fprintf(errOut, "evtctl: warning: the retry journal in %s ended in a write cut short by a crash; %d bytes of it were dropped\n", paths.state, n)
+		}
+	} else {
+		fmt.Fprintln(errOut, "evtctl: warning: without --checkpoint or --state nothing is kept: a restart begins at the head again, and events waiting for a retry are dropped")
+	}
+
+	so := client.StreamOptions{
+		Query: query, PageSize: opts.PageSize, Wait: opts.Wait, OnRetry: retryReporter(opts.streams),
+		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+	}
+	if opts.UntilCaughtUp {
+		so.Wait = time.Millisecond // the head is the goal: do not wait there for new events
+	}
+	saveCheckpoint := func(cur string) error {
+		return cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Updated: time.Now().UTC()})
+	}
+	from := "the head"
+	cp, haveCP := cursor.Checkpoint{}, false
+	if paths.checkpoint != "" {
+		if cp, haveCP, err = cursor.LoadCheckpoint(paths.checkpoint); err != nil {
+			return err
+		}
+	}
+	switch {
+	case haveCP:
+		so.After, from = cp.Cursor, "checkpoint "+cp.Cursor
+		if cp.Node != "" && cp.Node != c.Node() {
+			fmt.Fprintf(errOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", paths.checkpoint, safeText(cp.Node), c.Node())
+		}
+		if opts.From != "" {
+			fmt.Fprintf(errOut, "evtctl: resuming from checkpoint %s; --from applies only when there is none\n", paths.checkpoint)
+		}
+	case opts.From != "":
+		so.After, so.Since, so.FromStart = start.After, start.Since, start.FromStart
+		from = opts.From
+	case st != nil && !st.Fresh():
+		// An earlier run used this state but saved no checkpoint: it started on an empty log
+		// (or died at once). Going back to the oldest event repeats rather than loses.
+		so.FromStart, from = true, "the oldest event (no checkpoint yet)"
+	default:
+		head, err := headCursor(ctx, c, retryReporter(opts.streams))
+		if err != nil {
+			return err
+		}
+		if head == "" {
+			so.FromStart = true // an empty log: everything is new
+		} else {
+			so.After = head
+			if paths.checkpoint != "" {
+				// Recorded now, so that a crash before the first delivery loses nothing.
+				if err := saveCheckpoint(head); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	fo := forward.Options{
+		Target: target, Delays: delays, MaxAttempts: opts.MaxAttempts, Concurrency: opts.Concurrency,
+		Ordered: opts.Ordered, MaxPending: opts.MaxPending, State: st, DeadLetter: paths.deadLetter,
+	}
+	if opts.Sync == "checkpoint" {
+		fo.Sync = forward.SyncCheckpoint
+	}
+	if paths.checkpoint != "" {
+		fo.Checkpoint = saveCheckpoint
+	}
+	rep := newForwardReporter(opts)
+	fo.OnResult = rep.result
+	fw, err := forward.New(fo)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if opts.streams.IsStderrTTY() {
+		fmt.Fprintf(errOut, "forwarding %s to %s from %s; Ctrl-C to stop\n", c.Node(), fw.Target(), from)
+	}
+
+	// The reader follows the log and hands events over; the forwarder delivers them. The
+	// reader's failure (a gap with --on-gap fail, a node that is gone for good) stops the
+	// forwarder, which then leaves its state consistent.
+	fctx, stopForwarder := context.WithCancelCause(ctx)
+	defer stopForwarder(nil)
+	rctx, stopReader := context.WithCancel(ctx)
+	events := make(chan forward.Event, opts.PageSize)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(events)
+		node := c.Node()
+		err := c.Stream(rctx, so, func(b client.Batch) error {
+			if b.Gap != nil {
+				switch opts.OnGap {
+				case "fail":
+					return gapError(b.Gap)
+				case "warn":
+					warnGap(opts.streams, b.Gap)
+				}
+			}
+			for _, it := range b.Items {
+				select {
+				case events <- forward.Event{Cursor: it.Cursor, Data: asCloudEvent(node, it)}:
+				case <-rctx.Done():
+					return rctx.Err()
+				}
+			}
+			if b.Cursor != "" && (len(b.Items) == 0 || b.Items[len(b.Items)-1].Cursor != b.Cursor) {
+				select {
+				case events <- forward.Event{Cursor: b.Cursor}: // nothing to deliver up to here
+				case <-rctx.Done():
+					return rctx.Err()
+				}
+			}
+			if opts.UntilCaughtUp && b.CaughtUp {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) && rctx.Err() == nil {
+			stopForwarder(err)
+		}
+	}()
+	err = fw.Run(fctx, events)
+	stopReader()
+	<-readerDone
+	rep.summary(st)
+	var ge *forward.GoneError
+	switch {
+	case err == nil, closedPipe(err):
+		return nil
+	case errors.As(err, &ge):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return err
+}
+
+// startAt applies --from to the stream options.
+func (o *forwardOptions) startAt(so *client.StreamOptions) error {
+	switch strings.TrimSpace(o.From) {
+	case "start", "oldest":
+		so.FromStart = true
+		return nil
+	}
+	p, err := parsePosition("--from", o.From, o.now())
+	if err != nil {
+		return usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
+	}
+	if p.Cursor != "" {
+		so.After = p.Cursor
+	} else {
+		so.Since = p.Time
+	}
+	return nil
+}
+
+// headCursor asks the node for its newest item, retrying while it cannot be reached.
+func headCursor(ctx context.Context, c *client.Client, onRetry client.RetryFunc) (string, error) {
+	for attempt := 0; ; attempt++ {
+		r, err := c.Events(ctx, client.Request{MaxItems: 1, Wait: time.Nanosecond})
+		if err == nil {
+			return r.Newest, nil
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		if !client.Retryable(err) {
+			return "", err
+		}
+		d := retry.Delay(attempt, 200*time.Millisecond, 15*time.Second)
+		onRetry(err, attempt+1, d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		}
+	}
+}
+
+// asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
+// are CloudEvents already; a Tendermint node's are wrapped in one: its cursor as id, the
+// node as source, the item's event as type and its data as data.
+func asCloudEvent(node string, it client.Item) []byte {
+	if gjson.GetBytes(it.Data, "specversion").Exists() {
+		return it.Data
+	}
+	data := it.Data
+	if !json.Valid(data) {
+		data, _ = json.Marshal(string(data))
+	}
+	ev := struct {
+		SpecVersion     string          `json:"specversion"`
+		ID              string          `json:"id"`
+		Source          string          `json:"source"`
+		Type            string          `json:"type"`
+		DataContentType string          `json:"datacontenttype"`
+		Data            json.RawMessage `json:"data"`
+	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "application/json", data}
+	b, _ := json.Marshal(ev)
+	return b
+}
+
+// forwardReporter writes each attempt's result: JSON lines on stdout with -o jsonl, a line on
+// stderr when it is a terminal, and (when it is not) dead letters and a 410 as warnings.
+type forwardReporter struct {
+	s      *iostreams.IOStreams
+	out    *bufio.Writer // nil without -o jsonl
+	tty    bool
+	counts map[forward.Outcome]int
+}
+
+func newForwardReporter(opts *forwardOptions) *forwardReporter {
+	r := &forwardReporter{s: opts.streams, tty: opts.streams.IsStderrTTY(), counts: map[forward.Outcome]int{}}
+	if opts.Output == "jsonl" {
+		r.out = bufio.NewWriter(opts.streams.Out)
+	}
+	return r
+}
+
+// forwardLine is one line of forward -o jsonl.
+type forwardLine struct {
+	Result      string  `json:"result"`
+	Cursor      string  `json:"cursor"`
+	ID          string  `json:"id"`
+	Source      string  `json:"source,omitempty"`
+	Type        string  `json:"type,omitempty"`
+	Status      int     `json:"status"`
+	Attempt     int     `json:"attempt"`
+	LatencyMS   float64 `json:"latency_ms"`
+	Tier        int     `json:"tier,omitempty"`
+	NextAttempt string  `json:"next_attempt,omitempty"`
+	RetryInMS   int64   `json:"retry_in_ms,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Redirects   int     `json:"redirects,omitempty"`
+}
+
+func (r *forwardReporter) result(res forward.Result) error {
+	r.counts[res.Outcome]++
+	if r.out != nil {
+		l := forwardLine{Result: string(res.Outcome), Cursor: res.Cursor, ID: res.ID, Source: res.Source, Type: res.Type,
+			Status: res.Status, Attempt: res.Attempt, LatencyMS: float64(res.Latency.Microseconds()) / 1000,
+			Tier: res.Tier, Reason: res.Reason, Redirects: res.Redirects}
+		if !res.NextAttempt.IsZero() {
+			l.NextAttempt = res.NextAttempt.UTC().Format(time.RFC3339Nano)
+			l.RetryInMS = res.RetryIn.Milliseconds()
+		}
+		b, _ := json.Marshal(l)
+		r.out.Write(append(b, '\n'))
+		if err := r.out.Flush(); err != nil {
+			return err
+		}
+	}
+	status := "---"
+	if res.Status > 0 {
+		status = fmt.Sprint(res.Status)
+	}
+	switch {
+	case r.tty:
+		line := fmt.Sprintf("%-11s %s %7s  attempt %d  %s", res.Outcome, status, latency(res.Latency), res.Attempt, res.ID)
+		if res.Reason != "" {
+			line += ": " + res.Reason
+		}
+		if res.Outcome == forward.OutcomeRetry {
+			line += fmt.Sprintf("; next attempt in %s (tier %d)", res.RetryIn, res.Tier)
+		}
+		fmt.Fprintln(r.s.ErrOut, safeText(line))
+	case res.Outcome == forward.OutcomeDeadLetter:
+		fmt.Fprintf(r.s.ErrOut, "evtctl: gave up on event %s (cursor %s) after %d attempts (status %s): %s\n",
+			safeText(res.ID), res.Cursor, res.Attempt, status, safeText(res.Reason))
+	}
+	return nil
+}
+
+// latency shows a duration to two or three significant digits: 0.42ms, 12ms, 1.5s.
+func latency(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000)
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// summary closes a run on a terminal.
+func (r *forwardReporter) summary(st *forward.State) {
+	if !r.tty {
+		return
+	}
+	msg := fmt.Sprintf("delivered %d, dead-lettered %d", r.counts[forward.OutcomeDelivered], r.counts[forward.OutcomeDeadLetter])
+	if st != nil && st.Pending() > 0 {
+		msg += fmt.Sprintf("; %d waiting for a retry in %s", st.Pending(), st.Dir())
+	}
+	fmt.Fprintln(r.s.ErrOut, msg)
+}
