@@ -22,6 +22,8 @@ type embeddedOptions struct {
 	Logger *slog.Logger // nil discards the node's log
 	// MaxWaiters bounds concurrent long-polls (0: the server's default).
 	MaxWaiters int
+	// PageMax caps items per page (0: 1000, as evtctl serve has it).
+	PageMax int
 }
 
 // embeddedNode is a running in-process node.
@@ -53,10 +55,14 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 		store.Close()
 		return nil, fmt.Errorf("listen on %s: %w", listen, err)
 	}
+	if opts.PageMax == 0 {
+		opts.PageMax = 1000
+	}
 	srv := server.New(server.Config{
 		Store:      store,
 		Logger:     logger,
 		MaxWaiters: opts.MaxWaiters,
+		MaxItems:   opts.PageMax,
 		Version:    versionString(),
 	})
 	n := &embeddedNode{

@@ -1,0 +1,557 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/evtctl/evtctl/pkg/bench"
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/iostreams"
+)
+
+// benchOptions are the flags every bench subcommand takes.
+type benchOptions struct {
+	streams *iostreams.IOStreams
+	node    nodeOptions
+
+	IngestToken string
+	MetricsURL  string
+	Embedded    bool
+	EmbeddedDir string
+	Memory      bool
+	Sync        string
+	Output      string
+
+	// nodeProcess says how to run an evtctl binary for a node in a process of its own
+	// (pollers --embedded): this executable by default; tests replace it.
+	nodeProcess func() (exe string, env []string, err error)
+}
+
+func (o *benchOptions) addFlags(f *pflag.FlagSet) {
+	o.node.addFlags(f)
+	f.StringVar(&o.IngestToken, "ingest-token", "", "bearer token for sending events (default --token)")
+	f.StringVar(&o.MetricsURL, "metrics-url", "", "the node's Prometheus metrics (default NODE/metrics)")
+	f.BoolVar(&o.Embedded, "embedded", false, "start a node for the run instead of using --node (pollers: in a process of its own)")
+	f.StringVar(&o.EmbeddedDir, "embedded-dir", "", "with --embedded: the node's log directory (default a new temporary directory, removed afterwards)")
+	f.BoolVar(&o.Memory, "memory", false, "with --embedded: keep the node's log in memory")
+	f.StringVar(&o.Sync, "sync", "always", "with --embedded: acknowledge appends after fsync (always) or after write (none)")
+	f.StringVarP(&o.Output, "output", "o", "", "table or json (default table on a terminal, json otherwise)")
+	choices(f, "output", "table", "json")
+	choices(f, "sync", "always", "none")
+}
+
+func (o *benchOptions) validate(cmd *cobra.Command) error {
+	switch o.Output {
+	case "", "table", "json":
+	default:
+		return usagef("--output must be table or json, got %q", o.Output)
+	}
+	switch o.Sync {
+	case "always", "none":
+	default:
+		return usagef("--sync must be always or none, got %q", o.Sync)
+	}
+	f := cmd.Flags()
+	if o.Embedded && (f.Changed("node") || f.Changed("context")) {
+		return usagef("--embedded and --node (or --context) choose the node: give one")
+	}
+	if !o.Embedded {
+		for _, name := range []string{"embedded-dir", "memory", "sync"} {
+			if f.Changed(name) {
+				return usagef("--%s configures the node of --embedded", name)
+			}
+		}
+	}
+	if o.Memory && o.EmbeddedDir != "" {
+		return usagef("--memory and --embedded-dir cannot be used together")
+	}
+	return nil
+}
+
+func newCmdBench(streams *iostreams.IOStreams) *cobra.Command {
+	return newCmdBenchWith(streams, newBenchOptions)
+}
+
+// newCmdBenchWith builds the bench commands with options made by newOpts (tests change how
+// a node process is started).
+func newCmdBenchWith(streams *iostreams.IOStreams, newOpts func(*iostreams.IOStreams) *benchOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure a node: ingest, tail latency, replay and idle pollers",
+		Long: `Measure a node from outside, the way its clients meet it, and report each figure with
+its unit: a table on a terminal, JSON otherwise (or with -o json), with the parameters and
+the environment of the run.
+
+  ingest    producers posting events as fast as the node acknowledges them
+  latency   a steady rate of appends while a client tails: acknowledgement to delivery
+  replay    catch-up of stored events through the client, also with a 1% filter
+  pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
+
+--node works against any node for replay and pollers (a Tendermint node too); ingest and
+latency send events, so they need an evtctl node. --embedded starts a node for the run.
+Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
+		Example: `  evtctl bench ingest --embedded
+  evtctl bench latency --embedded --rate 1000 --duration 10s
+  evtctl bench replay --embedded --events 1000000
+  evtctl bench pollers --embedded --pollers 10000
+  evtctl bench replay --node http://tendermint:26657 -o json`,
+		Args: noArgs,
+	}
+	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)))
+	return cmd
+}
+
+func newBenchOptions(streams *iostreams.IOStreams) *benchOptions {
+	return &benchOptions{streams: streams, nodeProcess: func() (string, []string, error) {
+		exe, err := os.Executable()
+		return exe, os.Environ(), err
+	}}
+}
+
+type benchIngestOptions struct {
+	*benchOptions
+	Producers int
+	Mode      string
+	BatchSize int
+	EventSize int
+	Duration  time.Duration
+	Warmup    time.Duration
+	Count     int
+}
+
+func newCmdBenchIngest(bo *benchOptions) *cobra.Command {
+	opts := &benchIngestOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "ingest",
+		Short: "Producers posting events as fast as the node acknowledges them",
+		Long: `Post events from --producers keep-alive connections, each with one request in flight, as
+fast as the node acknowledges them: batches of --batch-size events (--mode batch) or one
+event per request (--mode structured). Events are OEP-41 enrollment CloudEvents of
+--event-size bytes, each with a new id. Reports events/s, MB/s (of events, 10^6 bytes) and
+percentiles of the time from sending a request to its acknowledgement. Acknowledgements in
+the --warmup are not counted; --count sends exactly that many events and counts them all.`,
+		Example: `  evtctl bench ingest --embedded
+  evtctl bench ingest --node http://127.0.0.1:7480 --producers 16 --mode structured`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if opts.Mode != "batch" && opts.Mode != "structured" {
+				return usagef("--mode must be batch or structured, got %q", opts.Mode)
+			}
+			if opts.Producers < 1 || opts.BatchSize < 1 {
+				return usagef("--producers and --batch-size must be at least 1")
+			}
+			if err := checkSizes(opts.EventSize, opts.Count, opts.Duration, opts.Warmup); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Ingest(ctx, bench.IngestConfig{Common: c, Producers: opts.Producers, Mode: opts.Mode, BatchSize: opts.BatchSize,
+					EventSize: opts.EventSize, Duration: opts.Duration, Warmup: opts.Warmup, Count: opts.Count})
+			})
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	f.IntVar(&opts.Producers, "producers", 8, "concurrent keep-alive connections, one request in flight on each")
+	f.StringVar(&opts.Mode, "mode", "batch", "batch (--batch-size events per request) or structured (one event per request)")
+	choices(f, "mode", "batch", "structured")
+	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
+	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to measure, after the warm-up")
+	f.DurationVar(&opts.Warmup, "warmup", time.Second, "how long to send before measuring")
+	f.IntVar(&opts.Count, "count", 0, "send exactly this many events and measure them all, instead of --duration")
+	return cmd
+}
+
+type benchLatencyOptions struct {
+	*benchOptions
+	Rate        float64
+	Duration    time.Duration
+	Warmup      time.Duration
+	Count       int
+	EventSize   int
+	Concurrency int
+	PageSize    int
+	Wait        time.Duration
+}
+
+func newCmdBenchLatency(bo *benchOptions) *cobra.Command {
+	opts := &benchLatencyOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "latency",
+		Short: "Time from an append's acknowledgement to a tailing client's receipt",
+		Long: `Append single events at a steady --rate while a client follows the head as evtctl tail
+does (long-polling, each batch rendered as JSON lines and flushed), and report percentiles of
+the time from each append's acknowledgement (its 2xx) to the tail's receipt of that event,
+matched by id. Events appended in the --warmup are not counted. An event that reaches the
+tail before its producer has the acknowledgement counts as 0 ms (and is counted). Needs an
+evtctl node (or --embedded), since it appends.`,
+		Example: `  evtctl bench latency --embedded
+  evtctl bench latency --node http://127.0.0.1:7480 --rate 1000 --duration 30s`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if opts.Rate <= 0 {
+				return usagef("--rate must be above 0")
+			}
+			if opts.Concurrency < 1 || opts.PageSize < 1 || opts.Wait <= 0 {
+				return usagef("--concurrency and --page-size must be at least 1, --wait above 0")
+			}
+			if err := checkSizes(opts.EventSize, opts.Count, opts.Duration, opts.Warmup); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Latency(ctx, bench.LatencyConfig{Common: c, Rate: opts.Rate, Duration: opts.Duration, Warmup: opts.Warmup, Count: opts.Count,
+					EventSize: opts.EventSize, Concurrency: opts.Concurrency, PageSize: opts.PageSize, Wait: opts.Wait})
+			})
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	f.Float64Var(&opts.Rate, "rate", 1000, "events appended per second, spread evenly")
+	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to measure, after the warm-up")
+	f.DurationVar(&opts.Warmup, "warmup", time.Second, "how long to append before measuring")
+	f.IntVar(&opts.Count, "count", 0, "measure this many events instead of --duration")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
+	f.IntVar(&opts.Concurrency, "concurrency", 8, "appends in flight at most, so that a slow one does not hold up the rate")
+	f.IntVar(&opts.PageSize, "page-size", 100, "the tail's events per request (as evtctl tail)")
+	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "the tail's long-poll wait (as evtctl tail)")
+	return cmd
+}
+
+type benchReplayOptions struct {
+	*benchOptions
+	query     queryOptions
+	Events    int
+	EventSize int
+	PageSize  int
+	Runs      int
+}
+
+func newCmdBenchReplay(bo *benchOptions) *cobra.Command {
+	opts := &benchReplayOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Catch-up of stored events through the client, also with a 1% filter",
+		Long: `Load --events events into the node (straight into its log with --embedded, else through its
+ingest endpoint), then replay them oldest first as evtctl replay -o jsonl does (pages of
+--page-size, the next fetched while the current one is written; the lines go nowhere) and
+report events/s and MB/s of JSON lines. Then replay them with a filter that exactly 1% of
+them match, and check both counts. --runs repeats both; the median is reported.
+
+With --node nothing is loaded unless --events says how many (a node of someone else's should
+not get a million test events by surprise): what the node holds is replayed, and the
+filtered pass runs only with --query or --type. A Tendermint node cannot be loaded.`,
+		Example: `  evtctl bench replay --embedded --events 1000000 --runs 3
+  evtctl bench replay --node http://127.0.0.1:7480 --events 100000
+  evtctl bench replay --node http://tendermint:26657 -q "tm.event = 'Tx'"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			q, err := opts.query.build()
+			if err != nil {
+				return err
+			}
+			if opts.Events < 0 || opts.PageSize < 1 || opts.Runs < 1 {
+				return usagef("--events must not be negative; --page-size and --runs must be at least 1")
+			}
+			events := opts.Events
+			if !cmd.Flags().Changed("events") && !opts.Embedded {
+				events = 0 // a node of --node is not loaded unless asked to be
+			}
+			if q != "" && events > 0 {
+				return usagef("--query and --type filter the events the node holds; they do not go with --events (loaded events get their own 1%% filter)")
+			}
+			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Replay(ctx, bench.ReplayConfig{Common: c, Events: events, EventSize: opts.EventSize, PageSize: opts.PageSize, Runs: opts.Runs, Query: q})
+			})
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	opts.query.addFlags(f)
+	f.IntVar(&opts.Events, "events", defaultReplayEvents, "events to load and replay (0: replay what the node holds; the default with --node)")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each loaded event in JSON format")
+	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (as evtctl replay)")
+	f.IntVar(&opts.Runs, "runs", 1, "replays of each kind; the median is reported")
+	return cmd
+}
+
+const defaultReplayEvents = 1_000_000
+
+type benchPollersOptions struct {
+	*benchOptions
+	query   queryOptions
+	Pollers int
+	Rounds  int
+	Wait    time.Duration
+	Connect int
+	Settle  time.Duration
+}
+
+func newCmdBenchPollers(bo *benchOptions) *cobra.Command {
+	opts := &benchPollersOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "pollers",
+		Short: "Idle long-polling clients: the node's memory, and how fast an append wakes them",
+		Long: `Hold --pollers idle clients on the node, each on its own connection, long-polling after the
+newest event (--wait, capped by the node) and polling again when a wait ends. Reports the
+node's memory from its /metrics before they connect and once all are waiting, then appends
+--rounds events, one at a time, and reports the time from each append's acknowledgement to
+each poller's reply (p50/p99/max), and the spread of the wake-ups.
+
+With --embedded the node runs as a process of its own (this executable: serve --memory), so
+that its /metrics count the node's memory alone and its connections have their own open-file
+limit. Against a Tendermint node nothing is appended: each round waits for the node's next
+event (narrow it with --query, e.g. "tm.event = 'NewBlock'"), only the spread is measured,
+and memory needs --metrics-url (Tendermint's Prometheus endpoint).
+
+Each poller takes an open file in this process: the soft limit is raised to the hard limit,
+and the bench says which limit stops it and how to raise it when the pollers do not fit.`,
+		Example: `  evtctl bench pollers --embedded
+  evtctl bench pollers --node http://127.0.0.1:7480 --pollers 5000 --rounds 10
+  evtctl bench pollers --node http://tendermint:26657 --metrics-url http://tendermint:26660/metrics -q "tm.event = 'NewBlock'"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if opts.Embedded && (cmd.Flags().Changed("embedded-dir") || cmd.Flags().Changed("sync") || cmd.Flags().Changed("memory")) {
+				return usagef("pollers --embedded runs a node in memory in a process of its own; --embedded-dir, --memory and --sync do not apply")
+			}
+			q, err := opts.query.build()
+			if err != nil {
+				return err
+			}
+			if opts.Pollers < 1 || opts.Rounds < 1 || opts.Connect < 1 || opts.Wait <= 0 || opts.Settle <= 0 {
+				return usagef("--pollers, --rounds and --connect must be at least 1; --wait and --settle above 0")
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Pollers(ctx, bench.PollersConfig{Common: c, Pollers: opts.Pollers, Rounds: opts.Rounds, Wait: opts.Wait, Query: q,
+					Connect: opts.Connect, Settle: opts.Settle})
+			}, withChildNode(opts.Pollers))
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	opts.query.addFlags(f)
+	f.IntVar(&opts.Pollers, "pollers", 10_000, "idle long-polling clients, one connection each")
+	f.IntVar(&opts.Rounds, "rounds", 5, "appends, each waking every poller")
+	f.DurationVar(&opts.Wait, "wait", 30*time.Second, "long-poll wait each poller asks for (the node caps it)")
+	f.IntVar(&opts.Connect, "connect", 100, "pollers connecting at once")
+	f.DurationVar(&opts.Settle, "settle", 2*time.Minute, "give up when the pollers are not all waiting, or not all woken, within this long")
+	return cmd
+}
+
+// checkSizes checks the flags of size and length most benches share.
+func checkSizes(eventSize, count int, duration, warmup time.Duration) error {
+	if least := bench.MinEventSize(); eventSize < least {
+		return usagef("--event-size must be at least %d bytes (an enrollment event with no padding)", least)
+	}
+	if eventSize > 64<<10 {
+		return usagef("--event-size must be at most 65536 bytes, a node's limit for one event")
+	}
+	if count < 0 || duration < 0 || warmup < 0 {
+		return usagef("--count, --duration and --warmup must not be negative")
+	}
+	return nil
+}
+
+// benchRun is the part of a bench that differs by subcommand.
+type benchRun func(ctx context.Context, c bench.Common) (*bench.Report, error)
+
+type benchNode struct {
+	child  int // > 0: --embedded runs a node process for this many pollers
+	target bench.Target
+	close  func() error
+}
+
+func withChildNode(pollers int) func(*benchNode) { return func(n *benchNode) { n.child = pollers } }
+
+// runBench finds or starts the node, runs the bench and writes its report.
+func runBench(ctx context.Context, opts *benchOptions, run benchRun, mods ...func(*benchNode)) error {
+	var bn benchNode
+	for _, m := range mods {
+		m(&bn)
+	}
+	if err := opts.startNode(&bn); err != nil {
+		return err
+	}
+	var closeErr error
+	closed := false
+	closeNode := func() {
+		if !closed && bn.close != nil {
+			closed = true
+			closeErr = bn.close()
+		}
+	}
+	defer closeNode()
+
+	common := bench.Common{Target: bn.target, Version: versionString()}
+	p := &benchProgress{s: opts.streams}
+	if opts.streams.IsStderrTTY() {
+		common.Progress = p.show
+	}
+	report, err := run(ctx, common)
+	p.clear()
+	closeNode()
+	var ke *bench.KindError
+	if errors.As(err, &ke) {
+		return usagef("%v", err)
+	}
+	if report != nil {
+		if werr := opts.write(report); werr != nil && !closedPipe(werr) {
+			return werr
+		}
+	}
+	if err != nil {
+		return err // when interrupted, after the partial report: exit 130
+	}
+	if closeErr != nil {
+		fmt.Fprintf(opts.streams.ErrOut, "evtctl: warning: stopping the bench's node: %s\n", safeText(closeErr.Error()))
+	}
+	return nil
+}
+
+func (o *benchOptions) write(r *bench.Report) error {
+	format := o.Output
+	if format == "" {
+		format = "json"
+		if o.streams.IsStdoutTTY() {
+			format = "table"
+		}
+	}
+	if format == "json" {
+		return r.WriteJSON(o.streams.Out)
+	}
+	return r.WriteTable(o.streams.Out)
+}
+
+// startNode resolves --node, or starts the node of --embedded.
+func (o *benchOptions) startNode(bn *benchNode) error {
+	if !o.Embedded {
+		s, err := o.node.settings()
+		if err != nil {
+			return err
+		}
+		url, err := client.NormalizeNode(s.Node)
+		if err != nil {
+			return usagef("--node: %v", err)
+		}
+		bn.target = bench.Target{URL: url, Token: s.Token, IngestToken: firstNonEmpty(o.IngestToken, s.IngestToken, s.Token),
+			CAFile: s.CAFile, Insecure: s.Insecure, MetricsURL: o.MetricsURL}
+		return nil
+	}
+	if bn.child > 0 {
+		// Before starting a node: the pollers must fit in this process's open-file limit.
+		if _, err := bench.CheckOpenFileLimit(bn.child, false); err != nil {
+			return err
+		}
+		exe, env, err := o.nodeProcess()
+		if err != nil {
+			return fmt.Errorf("finding this executable to run a node process: %w", err)
+		}
+		n, err := bench.StartChildNode(exe, childEnv(env), "--max-waiters", strconv.Itoa(bn.child+1000))
+		if err != nil {
+			return err
+		}
+		bn.target = bench.Target{URL: n.URL, MetricsURL: o.MetricsURL, Embedded: "child process", Durability: "memory"}
+		bn.close = n.Close
+		return nil
+	}
+	eo := embeddedOptions{PageMax: 1000, MaxWaiters: 20_000}
+	durability := "memory"
+	var cleanup func() error
+	if !o.Memory {
+		eo.Dir = o.EmbeddedDir
+		if eo.Dir == "" {
+			dir, err := os.MkdirTemp("", "evtctl-bench-")
+			if err != nil {
+				return err
+			}
+			eo.Dir = dir
+			cleanup = func() error { return os.RemoveAll(dir) }
+		}
+		durability = "durable, fsync before acknowledging"
+		if o.Sync == "none" {
+			eo.Sync = eventlog.SyncNone
+			durability = "durable, acknowledged after write (no fsync)"
+		}
+	}
+	n, err := startEmbedded(eo)
+	if err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
+		return err
+	}
+	bn.target = bench.Target{URL: n.URL, MetricsURL: o.MetricsURL, Embedded: "in-process", Durability: durability, Store: n.Store}
+	bn.close = func() error {
+		err := n.Close()
+		if cleanup != nil {
+			err = errors.Join(err, cleanup())
+		}
+		return err
+	}
+	return nil
+}
+
+// childEnv is the environment of a node process: this one's, without the node tokens,
+// which would make it refuse the bench's requests.
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "EVTCTL_READ_TOKEN=") || strings.HasPrefix(kv, "EVTCTL_INGEST_TOKEN=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// benchProgress shows one line of progress on stderr (a terminal), at most five times a second.
+type benchProgress struct {
+	s     *iostreams.IOStreams
+	mu    sync.Mutex
+	last  time.Time
+	shown bool
+}
+
+func (p *benchProgress) show(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s", safeText(line))
+}
+
+func (p *benchProgress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.s.ErrOut, "\r\x1b[K")
+		p.shown = false
+	}
+}

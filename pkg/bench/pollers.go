@@ -1,0 +1,510 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evtctl/evtctl/pkg/client"
+)
+
+// PollersConfig configures Pollers.
+type PollersConfig struct {
+	Common
+	Pollers int           // concurrent idle clients, each on its own connection
+	Rounds  int           // appends (or, on a Tendermint node, events awaited), each waking every poller
+	Wait    time.Duration // long-poll wait asked for; the node caps it at its maximum
+	Query   string        // the pollers' filter (on a Tendermint node, e.g. tm.event = 'NewBlock')
+	// Connect is how many pollers may be connecting at once, so that a burst of thousands
+	// of connections does not overflow the node's listen queue.
+	Connect int
+	// Settle bounds the wait for every poller to be waiting, and for every poller to be
+	// woken in a round.
+	Settle time.Duration
+}
+
+// fdMargin is the open files a bench process needs beside its pollers' connections.
+const fdMargin = 64
+
+// LimitError says the open-file limit cannot hold the pollers.
+type LimitError struct {
+	Pollers    int
+	Need       uint64
+	Soft, Hard uint64
+}
+
+func (e *LimitError) Error() string {
+	msg := fmt.Sprintf("%d pollers need about %d open files in this process (one per connection, plus %d), but its limit is %d",
+		e.Pollers, e.Need, fdMargin, e.Soft)
+	if e.Soft < e.Hard {
+		msg += fmt.Sprintf(" and it could not be raised to the hard limit of %d", e.Hard)
+	} else {
+		msg += fmt.Sprintf(" (the hard limit, which only root can raise); %s", strings.ReplaceAll(raiseLimitHelp, "{n}", fmt.Sprint(e.Need)))
+	}
+	return msg + fmt.Sprintf(", or ask for at most %d pollers with --pollers", max(int(e.Soft)-fdMargin, 0))
+}
+
+// CheckOpenFileLimit raises this process's soft limit on open files to the hard limit and
+// says whether that holds the connections of so many pollers (twice as many when the node
+// runs in this process too). It returns the soft limit; 0 where there is no such limit.
+func CheckOpenFileLimit(pollers int, nodeInProcess bool) (uint64, error) {
+	soft, hard, err := raiseOpenFileLimit()
+	if err != nil || !openFileLimitKnown {
+		return 0, err
+	}
+	need := uint64(pollers) + fdMargin
+	if nodeInProcess {
+		need += uint64(pollers)
+	}
+	if soft < need {
+		return soft, &LimitError{Pollers: pollers, Need: need, Soft: soft, Hard: hard}
+	}
+	return soft, nil
+}
+
+// Pollers holds many idle long-polling clients on a node and reports the node's memory
+// without and with them (from its /metrics) and how long an append takes to wake them all.
+//
+// Each poller has its own connection and asks for the first item after the newest cursor,
+// waiting up to Wait; when the wait ends it asks again. Once every poller is waiting (the
+// node's evtctl_waiting_readers says so on an evtctl node), one event is appended and the
+// time from its acknowledgement to each poller's reply is recorded; then every poller polls
+// again after that event, and the next round begins. A Tendermint node takes no appends: a
+// round there waits for the node's next event, and only the spread of the wake-ups (from
+// the first poller's reply to each other's) is measured.
+func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
+	if cfg.Pollers <= 0 {
+		cfg.Pollers = 10_000
+	}
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = 5
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 30 * time.Second
+	}
+	if cfg.Connect <= 0 {
+		cfg.Connect = 100
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 2 * time.Minute
+	}
+	K := cfg.Pollers
+	r, info := begin(ctx, "pollers", cfg.Common)
+	r.param("pollers", K, "connections")
+	r.param("rounds", cfg.Rounds, "rounds")
+	r.param("wait", cfg.Wait, "s")
+	if cfg.Query != "" {
+		r.param("query", cfg.Query, "")
+	}
+	if info.Kind == KindUnknown {
+		return nil, fmt.Errorf("the node at %s does not answer the events method: %v", cfg.Target.URL, info.Err)
+	}
+	soft, err := CheckOpenFileLimit(K, cfg.Target.Embedded == "in-process")
+	if err != nil {
+		return nil, err
+	}
+	if soft > 0 {
+		r.param("open_file_limit", float64(soft), "files")
+	}
+	if cfg.Target.Embedded == "in-process" {
+		r.note("the node runs in this process: its memory figures include the pollers' side")
+	}
+
+	mhc := &http.Client{Timeout: 30 * time.Second}
+	if mtr, err := newTransport(cfg.Target, 1); err == nil {
+		mhc.Transport = mtr
+		defer mtr.CloseIdleConnections()
+	}
+	m0, merr := scrapeMetrics(ctx, mhc, cfg.Target)
+	if merr != nil {
+		r.note("the node's memory is not available (%v); point --metrics-url at its Prometheus endpoint", merr)
+	}
+	waiting0, _ := m0.value("evtctl_waiting_readers")
+	var client0 runtime.MemStats
+	runtime.ReadMemStats(&client0)
+
+	tr, err := newTransport(cfg.Target, K)
+	if err != nil {
+		return nil, err
+	}
+	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.ReadBufferSize, tr.WriteBufferSize = 4096, 4096
+	c, err := client.New(client.Options{Node: cfg.Target.URL, Token: cfg.Target.Token, UserAgent: userAgent(cfg.Version), HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		return nil, err
+	}
+
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stop()
+		wg.Wait()
+		tr.CloseIdleConnections()
+	}()
+	st := &pollState{
+		pollers: make([]poller, K),
+		connect: make(chan struct{}, cfg.Connect),
+		fatal:   make(chan error, 1),
+	}
+	start := time.Now()
+	for i := range st.pollers {
+		st.pollers[i].got = make([]receipt, cfg.Rounds)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st.run(pctx, c, &st.pollers[i], info.Newest, cfg)
+		}()
+	}
+	// All waiting: on the client, every request written; on an evtctl node, its count of
+	// waiting readers. The evtctl count is the authority: a request written is not yet
+	// one the node is waiting on.
+	allWaiting := func(phase string) error {
+		deadline := time.Now().Add(cfg.Settle)
+		for {
+			w := st.waiting.Load()
+			server := int64(-1)
+			if w >= int64(K) {
+				if info.Kind != KindEvtctl || merr != nil {
+					return nil
+				}
+				if m, err := scrapeMetrics(pctx, mhc, cfg.Target); err == nil {
+					v, _ := m.value("evtctl_waiting_readers")
+					server = int64(v - waiting0)
+					if server >= int64(K) {
+						return nil
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: only %d of %d pollers were waiting after %s (the node counted %d)", phase, w, K, cfg.Settle, server)
+			}
+			cfg.progress("pollers: %s: %d of %d waiting", phase, w, K)
+			select {
+			case err := <-st.fatal:
+				return err
+			case <-pctx.Done():
+				return pctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	var wake, fromSend, spread samples
+	early, rounds := 0, 0
+	appended := info.Kind == KindEvtctl
+	// partial ends a run that could not complete: an interruption gives what was measured.
+	partial := func(err error) (*Report, error) {
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		stop()
+		wg.Wait()
+		r.finish(ctx)
+		wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+		return r, ctx.Err()
+	}
+	if err := allWaiting("connecting"); err != nil {
+		return partial(err)
+	}
+	connected := time.Since(start)
+	r.figure("connect_seconds", connected.Seconds(), "s")
+
+	var m1 metrics
+	if merr == nil {
+		if m1, err = scrapeMetrics(pctx, mhc, cfg.Target); err != nil {
+			r.note("reading the node's memory with the pollers waiting failed: %v", err)
+		}
+	}
+	var client1 runtime.MemStats
+	runtime.ReadMemStats(&client1)
+	memFigures(r, K, m0, m1)
+	r.figure("client_memory_added", float64(int64(client1.HeapInuse+client1.StackInuse)-int64(client0.HeapInuse+client0.StackInuse))/1e6, "MB")
+
+	var poster *poster
+	if appended {
+		if poster, err = newPoster(cfg.Target, cfg.Version, 1); err != nil {
+			return nil, err
+		}
+		defer poster.close()
+	}
+	maker, err := newEventMaker(DefaultEventSize, newRunID())
+	if err != nil {
+		return nil, err
+	}
+	// CPU used by the node and by this process while the rounds run, to tell where the
+	// time of a wake goes when both share the machine.
+	nodeCPU0, nodeCPUOK := cpuSeconds(pctx, mhc, cfg.Target, merr)
+	clientCPU0, clientCPUOK := processCPU()
+	for round := 0; round < cfg.Rounds; round++ {
+		if round > 0 {
+			if err := allWaiting(fmt.Sprintf("round %d", round+1)); err != nil {
+				return partial(err)
+			}
+		}
+		var sendAt, ackAt time.Time
+		var cur string
+		if poster != nil {
+			sendAt = time.Now()
+			reply, err := poster.post(pctx, ctStructured, maker.appendEvent(nil, uint64(round+1)))
+			ackAt = time.Now()
+			if err != nil {
+				return partial(fmt.Errorf("appending the event of round %d: %w", round+1, err))
+			}
+			if cs := ackedCursors(reply); len(cs) == 1 {
+				cur = cs[0]
+			}
+		} else {
+			cfg.progress("pollers: round %d: waiting for the node's next event", round+1)
+		}
+		// Every poller's reply for this round.
+		deadline := time.Now().Add(cfg.Settle)
+		for !st.woken(round) {
+			if time.Now().After(deadline) {
+				return partial(fmt.Errorf("round %d: only %d of %d pollers woke within %s", round+1, st.countWoken(round), K, cfg.Settle))
+			}
+			select {
+			case err := <-st.fatal:
+				return partial(err)
+			case <-pctx.Done():
+				return partial(pctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+		first := int64(0)
+		for i := range st.pollers {
+			g := st.pollers[i].got[round]
+			if first == 0 || g.at < first {
+				first = g.at
+			}
+		}
+		differ := 0
+		for i := range st.pollers {
+			g := st.pollers[i].got[round]
+			if cur != "" && g.cursor != cur {
+				return partial(fmt.Errorf("round %d: a poller was woken by %s, not by the event appended (%s): someone else is appending to this node; run pollers on a node of its own (--embedded)", round+1, g.cursor, cur))
+			}
+			if g.cursor != st.pollers[0].got[round].cursor {
+				differ++
+			}
+			spread.add(time.Duration(g.at - first))
+			if poster != nil {
+				fromSend.add(time.Duration(g.at - sendAt.UnixNano()))
+				d := time.Duration(g.at - ackAt.UnixNano())
+				if d < 0 {
+					early++
+					d = 0
+				}
+				wake.add(d)
+			}
+		}
+		if differ > 0 {
+			r.note("round %d: %d pollers were woken by another event than the first poller", round+1, differ)
+		}
+		rounds++
+		cfg.progress("pollers: round %d of %d: all %d woke", round+1, cfg.Rounds, K)
+	}
+	if nodeCPU1, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok && nodeCPUOK && rounds > 0 {
+		r.figure("node_cpu_per_round", (nodeCPU1-nodeCPU0)/float64(rounds), "s")
+	}
+	if clientCPU1, ok := processCPU(); ok && clientCPUOK && rounds > 0 {
+		r.figure("client_cpu_per_round", (clientCPU1-clientCPU0).Seconds()/float64(rounds), "s")
+	}
+	stop()
+	wg.Wait()
+	tr.CloseIdleConnections()
+	r.finish(ctx)
+	wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+	r.figure("poller_errors", float64(st.errors.Load()), "errors")
+	return r, ctx.Err()
+}
+
+// cpuSeconds reads the node's process_cpu_seconds_total.
+func cpuSeconds(ctx context.Context, hc *http.Client, t Target, merr error) (float64, bool) {
+	if merr != nil {
+		return 0, false
+	}
+	m, err := scrapeMetrics(ctx, hc, t)
+	if err != nil {
+		return 0, false
+	}
+	return m.value("process_cpu_seconds_total")
+}
+
+func memFigures(r *Report, K int, m0, m1 metrics) {
+	if m0 == nil || m1 == nil {
+		return
+	}
+	delta := func(series string) (before, with float64, ok bool) {
+		b, ok1 := m0.value(series)
+		w, ok2 := m1.value(series)
+		return b, w, ok1 && ok2
+	}
+	if b, w, ok := delta("process_resident_memory_bytes"); ok {
+		r.figure("node_rss_before", b/1e6, "MB")
+		r.figure("node_rss_with_pollers", w/1e6, "MB")
+		if K >= 10_000 {
+			r.goal("node_rss_added", (w-b)/1e6, "MB", "<=", GoalPollersMemoryMB*float64(K)/10_000)
+		} else {
+			r.figure("node_rss_added", (w-b)/1e6, "MB")
+		}
+		r.figure("node_rss_per_poller", (w-b)/float64(K)/1e3, "kB")
+	}
+	if b, w, ok := delta("go_memstats_heap_inuse_bytes"); ok {
+		r.figure("node_heap_added", (w-b)/1e6, "MB")
+	}
+	if b, w, ok := delta("go_memstats_stack_inuse_bytes"); ok {
+		r.figure("node_stacks_added", (w-b)/1e6, "MB")
+	}
+	if b, w, ok := delta("go_goroutines"); ok {
+		r.figure("node_goroutines_added", w-b, "goroutines")
+	}
+	if b, w, ok := delta("evtctl_waiting_readers"); ok {
+		r.figure("node_waiting_readers", w-b, "readers")
+	}
+}
+
+func wakeFigures(r *Report, wake, fromSend, spread *samples, appended bool, early, rounds, K int) {
+	r.figure("rounds_completed", float64(rounds), "rounds")
+	r.figure("wakes", float64(spread.len()), "replies")
+	if appended {
+		r.figure("wake_p50", ms(wake.percentile(50)), "ms")
+		r.figure("wake_p90", ms(wake.percentile(90)), "ms")
+		r.goal("wake_p99", ms(wake.percentile(99)), "ms", "<=", GoalPollersWakeP99Ms)
+		r.figure("wake_max", ms(wake.max()), "ms")
+		r.latencies("wake_from_send", fromSend)
+		if early > 0 {
+			r.note("%d replies reached pollers before the append was acknowledged; they count as 0 ms (wake_from_send_* times from the start of the append instead)", early)
+		}
+	}
+	r.figure("wake_spread_p50", ms(spread.percentile(50)), "ms")
+	r.figure("wake_spread_p99", ms(spread.percentile(99)), "ms")
+	r.figure("wake_spread_max", ms(spread.max()), "ms")
+	if rounds > 0 && spread.len() != rounds*K {
+		r.note("%d wake-ups recorded for %d rounds of %d pollers", spread.len(), rounds, K)
+	}
+}
+
+type receipt struct {
+	cursor string
+	at     int64 // Unix nanoseconds
+}
+
+type poller struct {
+	got []receipt    // one per round, written only by the poller's goroutine
+	n   atomic.Int32 // receipts in got
+}
+
+type pollState struct {
+	pollers []poller
+	connect chan struct{} // semaphore of connection attempts
+	waiting atomic.Int64  // requests written and not yet answered
+	errors  atomic.Int64  // failed requests, retried
+	fatal   chan error
+}
+
+// run is one poller: long-poll after the newest cursor, record each reply with an item,
+// poll again after it.
+func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after string, cfg PollersConfig) {
+	first := true
+	failures := 0
+	for ctx.Err() == nil {
+		var written atomic.Bool
+		isFirst := first
+		releaseOnce := sync.OnceFunc(func() {
+			if isFirst {
+				<-st.connect
+			}
+		})
+		if isFirst {
+			select {
+			case st.connect <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		rctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) {
+				if written.CompareAndSwap(false, true) {
+					st.waiting.Add(1)
+					releaseOnce()
+				}
+			},
+		})
+		reply, err := c.Events(rctx, client.Request{After: after, MaxItems: 1, Wait: cfg.Wait, Query: cfg.Query})
+		at := time.Now().UnixNano()
+		if !written.CompareAndSwap(false, true) {
+			st.waiting.Add(-1) // counted as waiting; a trace that fires late counts nothing
+		}
+		releaseOnce()
+		first = false
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			var re *client.RPCError
+			if errors.As(err, &re) && re.Code == -32000 {
+				st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, cfg.Pollers))
+				return
+			}
+			st.errors.Add(1)
+			failures++
+			if failures > 5 {
+				st.fail(fmt.Errorf("a poller failed %d times in a row: %w", failures, err))
+				return
+			}
+			select {
+			case <-time.After(time.Duration(failures) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		failures = 0
+		if len(reply.Items) == 0 {
+			continue // the wait ended: poll again
+		}
+		newest := reply.Items[0].Cursor
+		if reply.Ascending {
+			newest = reply.Items[len(reply.Items)-1].Cursor
+		}
+		after = strings.Clone(newest)
+		if n := int(p.n.Load()); n < len(p.got) {
+			p.got[n] = receipt{cursor: after, at: at}
+			p.n.Store(int32(n + 1))
+		}
+	}
+}
+
+// woken reports whether every poller has its reply of round r.
+func (st *pollState) woken(r int) bool {
+	for i := range st.pollers {
+		if int(st.pollers[i].n.Load()) <= r {
+			return false
+		}
+	}
+	return true
+}
+
+func (st *pollState) countWoken(r int) int {
+	n := 0
+	for i := range st.pollers {
+		if int(st.pollers[i].n.Load()) > r {
+			n++
+		}
+	}
+	return n
+}
+
+func (st *pollState) fail(err error) {
+	select {
+	case st.fatal <- err:
+	default:
+	}
+}
