@@ -11,12 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/eventlog"
 	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/jetstream"
 	"github.com/evtctl/evtctl/pkg/server"
 )
 
@@ -49,6 +53,33 @@ type serveOptions struct {
 	HeaderTimeout time.Duration
 	LogFormat     string
 	LogLevel      string
+
+	// The log on NATS JetStream (--store nats://...).
+	Store        string
+	NATSStream   string
+	NATSSubject  string
+	NATSReplicas int
+	NATSCreds    string
+	NATSNKey     string
+	NATSUser     string
+	NATSPassword string
+	NATSToken    string
+	NATSCA       string
+	NATSCert     string
+	NATSKey      string
+	NATSManage   bool
+	NATSAtomic   bool
+	NATSTimeout  time.Duration
+}
+
+// natsStore reports whether --store names NATS servers rather than the embedded log.
+func (o *serveOptions) natsStore() bool {
+	for _, scheme := range []string{"nats://", "tls://", "ws://", "wss://"} {
+		if strings.HasPrefix(strings.ToLower(o.Store), scheme) {
+			return true
+		}
+	}
+	return false
 }
 
 func newCmdServe(streams *iostreams.IOStreams) *cobra.Command {
@@ -64,11 +95,17 @@ With no flags it listens on ` + defaultListen + ` and keeps its log in
 An event is acknowledged only once it is on disk (fsync, shared by the appends that arrive
 together), so an acknowledged event survives a crash of the node or of the machine.
 
+With --store nats://HOST:PORT the log lives in a NATS JetStream stream instead (file storage,
+--nats-replicas copies), created or brought to the node's retention settings at start, so
+that several nodes in front of one stream serve one log: every node hands out the same
+cursor for the same event, and a reader may move between them.
+
 Tokens may also be given in EVTCTL_READ_TOKEN and EVTCTL_INGEST_TOKEN, which keeps them out
-of process listings.`,
+of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_NATS_TOKEN.`,
 		Example: `  evtctl serve
   evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
-  evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"`,
+  evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"
+  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Memory && cmd.Flags().Changed("data-dir") {
@@ -82,13 +119,16 @@ of process listings.`,
 			default:
 				return usagef("--sync must be always or none, got %q", opts.Sync)
 			}
+			if err := checkStoreFlags(cmd.Flags(), opts); err != nil {
+				return err
+			}
 			if opts.ReadToken == "" {
 				opts.ReadToken = os.Getenv("EVTCTL_READ_TOKEN")
 			}
 			if opts.IngestToken == "" {
 				opts.IngestToken = os.Getenv("EVTCTL_INGEST_TOKEN")
 			}
-			if opts.DataDir == "" && !opts.Memory {
+			if opts.DataDir == "" && !opts.Memory && !opts.natsStore() {
 				dir, err := defaultDataDir()
 				if err != nil {
 					return fmt.Errorf("finding a data directory: %w (give one with --data-dir, or use --memory)", err)
@@ -122,7 +162,140 @@ of process listings.`,
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
+	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")
+	f.StringVar(&opts.NATSSubject, "nats-subject", "", `subject the events are published on (default "evtctl." and the stream name in lower case)`)
+	f.IntVar(&opts.NATSReplicas, "nats-replicas", 1, "copies of the stream the JetStream cluster keeps (1 to 5; 3 survives the loss of a server)")
+	f.StringVar(&opts.NATSCreds, "nats-creds", "", "NATS credentials file (JWT and NKey seed)")
+	f.StringVar(&opts.NATSNKey, "nats-nkey", "", "NATS NKey seed file")
+	f.StringVar(&opts.NATSUser, "nats-user", "", "NATS user name; the password in EVTCTL_NATS_PASSWORD or --nats-password")
+	f.StringVar(&opts.NATSPassword, "nats-password", "", "NATS password (prefer EVTCTL_NATS_PASSWORD)")
+	f.StringVar(&opts.NATSToken, "nats-token", "", "NATS authentication token (prefer EVTCTL_NATS_TOKEN)")
+	f.StringVar(&opts.NATSCA, "nats-ca", "", "CA certificates (PEM) that sign the NATS servers' certificates")
+	f.StringVar(&opts.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS TLS")
+	f.StringVar(&opts.NATSKey, "nats-key", "", "private key (PEM) for --nats-cert")
+	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is")
+	f.BoolVar(&opts.NATSAtomic, "nats-atomic-batches", true, "store each ingest batch all-or-nothing (atomic batch publish, nats-server 2.12+); false: event by event, faster on a single-replica stream")
+	f.DurationVar(&opts.NATSTimeout, "nats-timeout", 5*time.Second, "how long to wait for each reply from NATS; at start, six times this for NATS and the stream to be ready")
 	return cmd
+}
+
+// checkStoreFlags refuses flags that do not apply to the chosen store.
+func checkStoreFlags(f *pflag.FlagSet, opts *serveOptions) error {
+	var natsFlags []string
+	f.Visit(func(fl *pflag.Flag) {
+		if strings.HasPrefix(fl.Name, "nats-") {
+			natsFlags = append(natsFlags, "--"+fl.Name)
+		}
+	})
+	if !opts.natsStore() {
+		if opts.Store != "embedded" && opts.Store != "" {
+			return usagef("--store must be embedded or a NATS URL such as nats://127.0.0.1:4222, got %q", opts.Store)
+		}
+		if len(natsFlags) > 0 {
+			return usagef("%s: NATS flags are for a log on NATS JetStream; add --store nats://HOST:PORT", strings.Join(natsFlags, ", "))
+		}
+		return nil
+	}
+	for _, name := range []string{"data-dir", "memory", "sync"} {
+		if f.Changed(name) {
+			return usagef("--%s applies to the embedded store; with a log on NATS JetStream the NATS servers keep it (their sync_interval decides when it is fsynced)", name)
+		}
+	}
+	if opts.NATSReplicas < 1 || opts.NATSReplicas > 5 {
+		return usagef("--nats-replicas must be 1 to 5, got %d", opts.NATSReplicas)
+	}
+	if (opts.NATSCert == "") != (opts.NATSKey == "") {
+		return usagef("--nats-cert and --nats-key go together")
+	}
+	if opts.NATSPassword == "" {
+		opts.NATSPassword = os.Getenv("EVTCTL_NATS_PASSWORD")
+	}
+	if opts.NATSToken == "" {
+		opts.NATSToken = os.Getenv("EVTCTL_NATS_TOKEN")
+	}
+	if opts.NATSTimeout <= 0 {
+		return usagef("--nats-timeout must be positive")
+	}
+	return nil
+}
+
+// openStore opens the log the options name, and says where it is for the start-up line.
+func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (eventlog.Store, string, error) {
+	if opts.natsStore() {
+		var nopts []nats.Option
+		if opts.NATSCreds != "" {
+			nopts = append(nopts, nats.UserCredentials(opts.NATSCreds))
+		}
+		if opts.NATSNKey != "" {
+			o, err := nats.NkeyOptionFromSeed(opts.NATSNKey)
+			if err != nil {
+				return nil, "", usagef("--nats-nkey: %v", err)
+			}
+			nopts = append(nopts, o)
+		}
+		if opts.NATSUser != "" {
+			nopts = append(nopts, nats.UserInfo(opts.NATSUser, opts.NATSPassword))
+		}
+		if opts.NATSToken != "" {
+			nopts = append(nopts, nats.Token(opts.NATSToken))
+		}
+		if opts.NATSCA != "" {
+			nopts = append(nopts, nats.RootCAs(opts.NATSCA))
+		}
+		if opts.NATSCert != "" {
+			nopts = append(nopts, nats.ClientCert(opts.NATSCert, opts.NATSKey))
+		}
+		jopts := jetstream.Options{
+			URL:             opts.Store,
+			Stream:          opts.NATSStream,
+			Subject:         opts.NATSSubject,
+			Replicas:        opts.NATSReplicas,
+			Window:          opts.Window,
+			MaxItems:        opts.MaxItems,
+			MaxBytes:        int64(opts.MaxBytes),
+			DedupeWindow:    opts.DedupeWindow,
+			Manage:          opts.NATSManage,
+			NoAtomicBatches: !opts.NATSAtomic,
+			Timeout:         opts.NATSTimeout,
+			StartupWait:     6 * opts.NATSTimeout,
+			NATSOptions:     nopts,
+			Logger:          logger,
+		}
+		if opts.DedupeWindow == 0 {
+			jopts.DedupeWindow = -1
+		}
+		logger.Info("connecting to NATS JetStream", "url", jetstream.Redact(opts.Store), "stream", opts.NATSStream)
+		st, err := jetstream.Open(ctx, jopts)
+		if err != nil {
+			return nil, "", err
+		}
+		return st, st.Describe(), nil
+	}
+	lopts := eventlog.Options{
+		Window:       opts.Window,
+		MaxItems:     opts.MaxItems,
+		MaxBytes:     int64(opts.MaxBytes),
+		DedupeWindow: opts.DedupeWindow,
+		Logger:       logger,
+	}
+	if opts.DedupeWindow == 0 {
+		lopts.DedupeWindow = -1
+	}
+	if opts.Sync == "none" {
+		lopts.Sync = eventlog.SyncNone
+	}
+	where := "memory (nothing survives a restart)"
+	if !opts.Memory {
+		lopts.Dir = opts.DataDir
+		where = opts.DataDir
+	}
+	st, err := eventlog.Open(lopts)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, where, nil
 }
 
 // defaultDataDir is under the user's state directory: $XDG_STATE_HOME/evtctl/node or
@@ -182,23 +355,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	lopts := eventlog.Options{
-		Window:       opts.Window,
-		MaxItems:     opts.MaxItems,
-		MaxBytes:     int64(opts.MaxBytes),
-		DedupeWindow: opts.DedupeWindow,
-		Logger:       logger,
-	}
-	if opts.DedupeWindow == 0 {
-		lopts.DedupeWindow = -1
-	}
-	if opts.Sync == "none" {
-		lopts.Sync = eventlog.SyncNone
-	}
-	if !opts.Memory {
-		lopts.Dir = opts.DataDir
-	}
-	store, err := eventlog.Open(lopts)
+	store, where, err := openStore(ctx, opts, logger)
 	if err != nil {
 		return err
 	}
@@ -234,10 +391,6 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		scheme = "https"
 	}
 	addr := ln.Addr().String()
-	where := "memory (nothing survives a restart)"
-	if !opts.Memory {
-		where = opts.DataDir
-	}
 	st := store.Stats()
 	logger.Info("evtctl node listening", "url", scheme+"://"+addr, "log", where, "events", st.Items, "newest", st.Newest.String())
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && (opts.ReadToken == "" || opts.IngestToken == "") {

@@ -88,4 +88,7 @@ var (
 	ErrClosed = errors.New("event log is closed")
 	// ErrFailed wraps the I/O error that stopped the log; appends fail until it is reopened.
 	ErrFailed = errors.New("event log failed")
+	// ErrUnavailable is wrapped by errors of a store whose engine cannot serve for now (no
+	// connection, no quorum, no leader): the same call may succeed when retried shortly.
+	ErrUnavailable = errors.New("event log is unavailable")
 )

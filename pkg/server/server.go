@@ -230,6 +230,8 @@ type rpcError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Data    string `json:"data,omitempty"`
+
+	retryAfter int // seconds, sent as Retry-After with a single call's reply; 0: none
 }
 
 // JSON-RPC error codes, as a Tendermint node uses them.
@@ -239,7 +241,7 @@ const (
 	codeNoMethod       = -32601
 	codeInvalidParams  = -32602
 	codeInternal       = -32603
-	codeBusy           = -32000 // evtctl: too many waiting readers; retry
+	codeBusy           = -32000 // evtctl: too many waiting readers, or the log is unavailable; retry
 )
 
 func newRPCError(code int, data string) *rpcError {
@@ -302,6 +304,9 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	id, result, rerr := s.call(r.Context(), body)
 	if rerr != nil {
+		if rerr.retryAfter > 0 {
+			retryAfter(w, rerr.retryAfter)
+		}
 		appendRPC(&out, id, nil, rerr)
 		writeRaw(w, out.Bytes())
 		return
@@ -383,6 +388,9 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if rerr != nil {
 		// As Tendermint does for GET: the bare error object, with HTTP 200.
+		if rerr.retryAfter > 0 {
+			retryAfter(w, rerr.retryAfter)
+		}
 		b, _ := json.Marshal(rerr)
 		writeRaw(w, b)
 		return
@@ -442,6 +450,13 @@ func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, newRPCError(codeInternal, "request cancelled")
+			}
+			if errors.Is(err, eventlog.ErrUnavailable) {
+				// A distributed store between leaders, or reconnecting: worth a retry.
+				s.log.Warn("reading the event log", "err", err)
+				e := newRPCError(codeBusy, err.Error()+"; retry shortly")
+				e.retryAfter = 1
+				return nil, e
 			}
 			s.log.Error("reading the event log", "err", err)
 			return nil, newRPCError(codeInternal, "reading the event log failed: "+err.Error())
@@ -667,6 +682,10 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 		case errors.Is(err, eventlog.ErrClosed):
 			retryAfter(w, 2)
 			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
+		case errors.Is(err, eventlog.ErrUnavailable):
+			s.log.Warn("appending to the event log", "err", err)
+			retryAfter(w, 2)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+err.Error()+"; retry after the delay given")
 		default:
 			s.log.Error("appending to the event log", "err", err)
 			retryAfter(w, 5)

@@ -1,0 +1,535 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+func init() {
+	scriptCmds["natsserver"] = cmdNATSServer
+	scriptCmds["natsstop"] = cmdNATSStop
+	scriptCmds["catfiles"] = cmdCatFiles
+}
+
+// natsGroup is a NATS server, or a JetStream cluster of three, run in process on loopback
+// ports with storage in directories the caller provides.
+type natsGroup struct {
+	opts []*server.Options
+	srvs []*server.Server
+}
+
+func startNATS(cluster bool, dir func(i int) string) (*natsGroup, error) {
+	g := &natsGroup{}
+	n := 1
+	if cluster {
+		n = 3
+	}
+	ports, err := loopbackPorts(2 * n) // client and cluster ports, fixed so that a restart keeps them
+	if err != nil {
+		return nil, err
+	}
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
+	}
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("nats-%d", i+1), Host: "127.0.0.1", Port: ports[i],
+			JetStream: true, StoreDir: dir(i), NoLog: true, NoSigs: true,
+		}
+		if cluster {
+			o.Cluster = server.ClusterOpts{Name: "evtctl-test", Host: "127.0.0.1", Port: ports[n+i]}
+			o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		}
+		g.opts = append(g.opts, o)
+		g.srvs = append(g.srvs, nil)
+	}
+	for i := range n {
+		if err := g.start(i); err != nil {
+			g.stop()
+			return nil, err
+		}
+	}
+	if err := g.waitReady(); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+func loopbackPorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (g *natsGroup) start(i int) error {
+	s, err := server.NewServer(g.opts[i])
+	if err != nil {
+		return err
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return fmt.Errorf("NATS server %d did not start", i+1)
+	}
+	g.srvs[i] = s
+	return nil
+}
+
+// waitReady waits until JetStream answers (a cluster has elected its meta leader).
+func (g *natsGroup) waitReady() error {
+	nc, err := nats.Connect(g.url())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("JetStream not ready: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// url is every server's client URL, comma separated, as --store takes them.
+func (g *natsGroup) url() string {
+	var urls []string
+	for _, o := range g.opts {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(urls, ",")
+}
+
+func (g *natsGroup) stop() {
+	for i, s := range g.srvs {
+		if s != nil {
+			s.Shutdown()
+			s.WaitForShutdown()
+			g.srvs[i] = nil
+		}
+	}
+}
+
+// leader returns the index of the server leading stream, waiting for an election.
+func (g *natsGroup) leader(stream string, within time.Duration) (int, error) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for i, s := range g.srvs {
+			if s != nil && s.JetStreamIsStreamLeader("$G", stream) {
+				return i, nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return -1, fmt.Errorf("stream %s has no leader", stream)
+}
+
+var (
+	scriptNATSMu sync.Mutex
+	scriptNATS   = map[*testscript.TestScript]*natsGroup{}
+)
+
+// cmdNATSServer starts an in-process NATS server with JetStream (or, with -cluster, a
+// JetStream cluster of three) on loopback ports, storing under the script's directory, and
+// sets NATS_URL to its URLs. With -restart it starts the servers stopped by natsstop again,
+// on the same ports and storage.
+//
+//	natsserver [-cluster | -restart]
+func cmdNATSServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 {
+		ts.Fatalf("usage: natsserver [-cluster | -restart]")
+	}
+	scriptNATSMu.Lock()
+	defer scriptNATSMu.Unlock()
+	if len(args) == 1 && args[0] == "-restart" {
+		g := scriptNATS[ts]
+		if g == nil {
+			ts.Fatalf("natsserver -restart: no servers were started")
+		}
+		for i := range g.srvs {
+			if g.srvs[i] == nil {
+				ts.Check(g.start(i))
+			}
+		}
+		ts.Check(g.waitReady())
+		return
+	}
+	if scriptNATS[ts] != nil {
+		ts.Fatalf("natsserver: already started")
+	}
+	cluster := len(args) == 1 && args[0] == "-cluster"
+	if len(args) == 1 && !cluster {
+		ts.Fatalf("natsserver: unknown flag %s", args[0])
+	}
+	g, err := startNATS(cluster, func(i int) string { return ts.MkAbs(fmt.Sprintf("nats-%d", i+1)) })
+	ts.Check(err)
+	scriptNATS[ts] = g
+	ts.Setenv("NATS_URL", g.url())
+	ts.Defer(func() {
+		g.stop()
+		scriptNATSMu.Lock()
+		delete(scriptNATS, ts)
+		scriptNATSMu.Unlock()
+	})
+}
+
+// cmdNATSStop stops the script's NATS servers (natsserver -restart brings them back).
+//
+//	natsstop
+func cmdNATSStop(ts *testscript.TestScript, neg bool, args []string) {
+	scriptNATSMu.Lock()
+	g := scriptNATS[ts]
+	scriptNATSMu.Unlock()
+	if g == nil || neg || len(args) != 0 {
+		ts.Fatalf("usage: natsstop, after natsserver")
+	}
+	g.stop()
+}
+
+// cmdCatFiles writes the concatenation of files to the command's stdout.
+//
+//	catfiles FILE...
+func cmdCatFiles(ts *testscript.TestScript, neg bool, args []string) {
+	for _, f := range args {
+		fmt.Fprint(ts.Stdout(), ts.ReadFile(f))
+	}
+}
+
+// startTail runs `evtctl tail` as a child process writing JSON lines to a file.
+func startTail(t *testing.T, out string, args ...string) *exec.Cmd {
+	t.Helper()
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], append([]string{"tail", "-o", "jsonl"}, args...)...)
+	cmd.Env = append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		f.Close()
+		if t.Failed() {
+			t.Logf("tail's stderr:\n%s", stderr.String())
+		}
+	})
+	return cmd
+}
+
+// tailLine is one line of tail's output.
+type tailLine struct{ cursor, id string }
+
+// readTail reads the complete lines a tail has written.
+func readTail(t *testing.T, path string) []tailLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []tailLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !gjson.ValidBytes(line) {
+			continue // a line being written
+		}
+		out = append(out, tailLine{gjson.GetBytes(line, "cursor").String(), gjson.GetBytes(line, "data.id").String()})
+	}
+	return out
+}
+
+// producer posts batches of events to a node until stopped, retrying a batch that is not
+// acknowledged (with the same ids, as a real producer does), and records every event
+// acknowledged with its cursor.
+type producer struct {
+	mu      sync.Mutex
+	acked   map[string]string // id → cursor
+	n       atomic.Int64
+	retries atomic.Int64
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newProducer() *producer {
+	return &producer{acked: map[string]string{}, stop: make(chan struct{})}
+}
+
+func (p *producer) run(t *testing.T, url string, worker int) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		client := &http.Client{Timeout: 10 * time.Second}
+		for i := 0; ; i++ {
+			ids := make([]string, 5)
+			var b bytes.Buffer
+			b.WriteByte('[')
+			for j := range ids {
+				ids[j] = fmt.Sprintf("w%d-%d-%d", worker, i, j)
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `{"specversion":"1.0","id":%q,"source":"/failover","type":"org.example.failover.v1","data":{"w":%d,"i":%d}}`, ids[j], worker, i)
+			}
+			b.WriteByte(']')
+			body := b.Bytes()
+			for {
+				select {
+				case <-p.stop:
+					return
+				default:
+				}
+				resp, err := client.Post(url+"/events", "application/cloudevents-batch+json", bytes.NewReader(body))
+				if err != nil {
+					p.retries.Add(1)
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				reply, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					p.retries.Add(1)
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				res := gjson.GetBytes(reply, "results.#.cursor").Array()
+				if len(res) != len(ids) {
+					t.Errorf("reply %s has %d cursors for %d events", reply, len(res), len(ids))
+					return
+				}
+				p.mu.Lock()
+				for j, id := range ids {
+					p.acked[id] = res[j].String()
+				}
+				p.mu.Unlock()
+				p.n.Add(int64(len(ids)))
+				break
+			}
+		}
+	}()
+}
+
+func (p *producer) halt() {
+	close(p.stop)
+	p.wg.Wait()
+}
+
+func waitCond(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// replayAll reads a node's whole log oldest first and returns (id, cursor) in order.
+func replayAll(t *testing.T, url string) []tailLine {
+	t.Helper()
+	var out []tailLine
+	after := ""
+	for {
+		resp, err := http.Get(url + "/events?order=asc&maxItems=1000&after=" + after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if gjson.GetBytes(body, "code").Exists() {
+			t.Fatalf("replay: %s", body)
+		}
+		items := gjson.GetBytes(body, "items").Array()
+		for _, it := range items {
+			out = append(out, tailLine{it.Get("cursor").String(), it.Get("data.id").String()})
+		}
+		if !gjson.GetBytes(body, "more").Bool() {
+			return out
+		}
+		after = items[len(items)-1].Get("cursor").String()
+	}
+}
+
+// checkOnce checks lines for increasing cursors and unique ids, and that every
+// acknowledged event is among them with the cursor it was acknowledged with.
+func checkOnce(t *testing.T, what string, lines []tailLine, acked map[string]string) {
+	t.Helper()
+	seen := map[string]string{}
+	var prev cursor.Cursor
+	for i, l := range lines {
+		c, err := cursor.Parse(l.cursor)
+		if err != nil || !c.After(prev) || (i > 0 && l.cursor <= lines[i-1].cursor) {
+			t.Fatalf("%s: line %d: cursor %q out of order after %v", what, i, l.cursor, prev)
+		}
+		prev = c
+		if _, dup := seen[l.id]; dup {
+			t.Fatalf("%s: event %s twice", what, l.id)
+		}
+		seen[l.id] = l.cursor
+	}
+	missing := 0
+	for id, c := range acked {
+		got, ok := seen[id]
+		switch {
+		case !ok:
+			missing++
+			if missing <= 5 {
+				t.Errorf("%s: acknowledged event %s (cursor %s) is missing", what, id, c)
+			}
+		case got != c:
+			t.Errorf("%s: event %s has cursor %s, acknowledged with %s", what, id, got, c)
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%s: %d of %d acknowledged events missing", what, missing, len(acked))
+	}
+}
+
+// TestNATSTailSwitchesNodes runs two nodes on one stream of a NATS server. While events
+// stream in through the first, a tail on the second is stopped mid-stream and resumed from
+// its checkpoint on the first, then moved back: together its runs write every event
+// exactly once, in order, with the cursors the producer was given.
+func TestNATSTailSwitchesNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS and child processes")
+	}
+	g, err := startNATS(false, func(int) string { return t.TempDir() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.stop)
+	_, n1 := startServe(t, "--store", g.url(), "--nats-stream", "SWITCH")
+	_, n2 := startServe(t, "--store", g.url(), "--nats-stream", "SWITCH")
+
+	p := newProducer()
+	p.run(t, n1, 1)
+	p.run(t, n1, 2)
+	dir := t.TempDir()
+	cp := dir + "/cp.json"
+	var lines []tailLine
+	for i, node := range []string{n2, n1, n2} {
+		out := fmt.Sprintf("%s/tail%d.jsonl", dir, i)
+		args := []string{"--node", node, "--checkpoint", cp}
+		if i == 0 {
+			args = append(args, "--from-start")
+		}
+		tail := startTail(t, out, args...)
+		before := len(readTail(t, out))
+		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= before+200 })
+		if i == 2 {
+			p.halt()
+			p.mu.Lock()
+			total := len(p.acked)
+			p.mu.Unlock()
+			waitCond(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
+		}
+		if err := tail.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		_ = tail.Wait()
+		lines = append(lines, readTail(t, out)...)
+	}
+	checkOnce(t, "the tail across nodes", lines, p.acked)
+	checkOnce(t, "a replay from the second node", replayAll(t, n2), p.acked)
+	t.Logf("%d events acknowledged; the tail wrote them across three runs on two nodes", len(p.acked))
+}
+
+// TestNATSClusterLeaderStop runs two nodes on a stream replicated three times in a
+// JetStream cluster of three servers. While producers send events to the first node and a
+// tail follows the second, the server leading the stream is stopped: every acknowledged
+// event is in the log exactly once, ingest and the tail go on once a new leader is
+// elected, and the tail writes every event exactly once.
+func TestNATSClusterLeaderStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster and child processes")
+	}
+	g, err := startNATS(true, func(int) string { return t.TempDir() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.stop)
+	urls := strings.Split(g.url(), ",")
+	_, a := startServe(t, "--store", urls[0]+","+urls[1]+","+urls[2], "--nats-stream", "HA", "--nats-replicas", "3", "--nats-timeout", "2s")
+	_, b := startServe(t, "--store", urls[1]+","+urls[2]+","+urls[0], "--nats-stream", "HA", "--nats-replicas", "3", "--nats-timeout", "2s")
+	out := t.TempDir() + "/tail.jsonl"
+	startTail(t, out, "--node", b, "--from-start", "--wait", "2s")
+
+	p := newProducer()
+	for w := range 3 {
+		p.run(t, a, w)
+	}
+	waitCond(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
+	waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
+
+	leader, err := g.leader("HA", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := p.n.Load()
+	g.srvs[leader].Shutdown()
+	g.srvs[leader].WaitForShutdown()
+	g.srvs[leader] = nil
+	t.Logf("stopped the stream leader %s after %d events", g.opts[leader].ServerName, stoppedAt)
+
+	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader stopped", func() bool { return p.n.Load() >= stoppedAt+300 })
+	newLeader, err := g.leader("HA", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.halt()
+	acked := p.acked
+	waitCond(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
+
+	checkOnce(t, "a replay from the first node", replayAll(t, a), acked)
+	checkOnce(t, "a replay from the second node", replayAll(t, b), acked)
+	// The tail wrote every event, those acknowledged after the election included.
+	tailed := readTail(t, out)
+	checkOnce(t, "the tail", tailed, acked)
+	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
+		len(acked), p.retries.Load(), g.opts[newLeader].ServerName, len(tailed))
+}

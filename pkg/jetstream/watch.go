@@ -1,0 +1,355 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// tracker is what this node knows of the stream's head: the newest message it has seen and
+// the cursor times of the most recent ones. It closes the changed channel when the head
+// moves, which wakes the node's waiting readers.
+type tracker struct {
+	mu      sync.Mutex
+	last    uint64 // newest sequence seen; 0: none
+	lastTS  int64  // its cursor time
+	floor   int64  // the newest cursor time ever seen, also in an earlier stream of the name
+	ring    []ringEntry
+	changed chan struct{}
+	closed  bool
+	quiet   int    // advances since the last wake
+	want    uint64 // the lowest sequence an Append waits for; 0: none
+}
+
+type ringEntry struct {
+	seq uint64
+	ts  int64
+}
+
+const ringSize = 1 << 16 // cursor times of the last 64Ki messages: tails and acks need no round trip
+
+func (t *tracker) init() {
+	t.ring = make([]ringEntry, ringSize)
+	t.changed = make(chan struct{})
+}
+
+// reset starts over at the stream's head (at open, and when the stream was recreated).
+func (t *tracker) reset(last uint64, ts int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.ring)
+	t.last, t.lastTS = last, ts
+	t.floor = max(t.floor, ts)
+	if last > 0 {
+		t.ring[last%ringSize] = ringEntry{last, ts}
+	}
+	t.wakeLocked()
+}
+
+func (t *tracker) head() (uint64, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last, t.lastTS
+}
+
+// floorTS is the floor a message published now carries.
+func (t *tracker) floorTS() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.floor
+}
+
+func (t *tracker) lookup(seq uint64) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.ring[seq%ringSize]
+	return e.ts, e.seq == seq && seq != 0
+}
+
+// note records message seq with cursor time ts. Readers are woken when the head moves and
+// the burst is over (no more pending), every 256 messages during a long one, and at once
+// when an Append waits for this message.
+func (t *tracker) note(seq uint64, ts int64, burstOver bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ring[seq%ringSize] = ringEntry{seq, ts}
+	if seq <= t.last {
+		return
+	}
+	t.last, t.lastTS = seq, ts
+	t.floor = max(t.floor, ts)
+	t.quiet++
+	if burstOver || t.quiet >= 256 || t.want != 0 && seq >= t.want {
+		t.wakeLocked()
+	}
+}
+
+// flush wakes readers for advances not yet announced.
+func (t *tracker) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.quiet > 0 {
+		t.wakeLocked()
+	}
+}
+
+func (t *tracker) wakeLocked() {
+	if t.closed {
+		return
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+	t.quiet, t.want = 0, 0
+}
+
+func (t *tracker) changedChan() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
+}
+
+// waitFor waits until message seq has been seen, up to d; false if it was not.
+func (t *tracker) waitFor(ctx context.Context, seq uint64, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		if t.last >= seq {
+			t.mu.Unlock()
+			return true
+		}
+		if t.closed {
+			t.mu.Unlock()
+			return false
+		}
+		if t.want == 0 || seq < t.want {
+			t.want = seq
+		}
+		ch := t.changed
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (t *tracker) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		close(t.changed) // later calls get the closed channel: nothing waits on a closed store
+		t.closed = true
+	}
+}
+
+// watch follows the stream with one ordered consumer that delivers headers only: the
+// sequence, stored time and floor of each new message. It starts over when the consumer
+// cannot be set up (the stream has no leader yet) or the stream was recreated.
+func (s *Store) watch() {
+	for {
+		last, _ := s.tr.head()
+		cc, err := s.consume(last + 1)
+		if err != nil {
+			s.log.Debug("following the NATS JetStream stream", "err", err)
+			select {
+			case <-s.quit:
+				return
+			case <-time.After(time.Second):
+				continue
+			}
+		}
+		select {
+		case <-s.quit:
+			cc.Stop()
+			return
+		case <-s.restart:
+			cc.Stop()
+		}
+	}
+}
+
+func (s *Store) consume(start uint64) (jetstream.ConsumeContext, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	cons, err := s.js.OrderedConsumer(ctx, s.opts.Stream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   start,
+		HeadersOnly:   true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		ts := max(md.Timestamp.UnixNano(), parseFloor(m.Headers().Get(hdrFloor)))
+		s.tr.note(md.Sequence.Stream, ts, md.NumPending == 0)
+	},
+		// Missing heartbeats make the consumer start over on another server: after about
+		// 2 × 2 s when the server it lived on is gone.
+		jetstream.PullHeartbeat(2*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !s.closing.Load() && !errors.Is(err, jetstream.ErrConsumerDeleted) {
+				s.log.Debug("NATS JetStream ordered consumer", "err", err)
+			}
+		}))
+}
+
+// poll looks at the stream every second: it keeps the counts for metrics and the status
+// for /healthz, notices retention moving the oldest message, catches up the head when the
+// ordered consumer is stalled, and recreates a managed stream that was deleted.
+func (s *Store) poll() {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	var seen uint64 // the head at the previous look
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		case <-s.lookNow:
+		}
+		s.tr.flush()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+		s.look(ctx, &seen)
+		cancel()
+	}
+}
+
+func (s *Store) look(ctx context.Context, seen *uint64) {
+	info, err := s.info(ctx)
+	if err != nil {
+		s.setStatus(err)
+		var me *missingError
+		if errors.As(err, &me) && s.opts.Manage {
+			if err := s.ensureStream(ctx); err == nil {
+				s.log.Warn("the NATS JetStream stream was missing; created it again", "stream", s.opts.Stream)
+				s.startOver(ctx)
+			}
+		}
+		return
+	}
+	s.setStatus(nil)
+	st := info.State
+	s.mu.Lock()
+	recreated := !info.Created.Equal(s.created)
+	s.mu.Unlock()
+	if recreated {
+		// The stream was deleted and created again (sequences restart): follow the new one.
+		s.log.Warn("the NATS JetStream stream was created anew; following the new one", "stream", s.opts.Stream, "created", info.Created)
+		s.startOver(ctx)
+		return
+	}
+	s.setState(st)
+	last, _ := s.tr.head()
+	switch {
+	case st.LastSeq > last && last == *seen:
+		// The ordered consumer has not moved for a whole poll while the stream did (it is
+		// starting over on another server): take the head from the stream.
+		msgs, _, err := s.directGet(ctx, st.LastSeq, 1)
+		if err == nil && len(msgs) == 1 && msgs[0].seq == st.LastSeq {
+			s.tr.note(msgs[0].seq, msgs[0].ts, true)
+		}
+	}
+	*seen, _ = s.tr.head()
+	s.mu.Lock()
+	stale := s.oldest.seq != st.FirstSeq || s.oldest.empty != (st.Msgs == 0)
+	s.mu.Unlock()
+	if stale {
+		_, _, _ = s.refreshOldest(ctx)
+	}
+}
+
+// startOver follows a stream that was recreated: its sequences begin again at 1.
+func (s *Store) startOver(ctx context.Context) {
+	if err := s.loadHead(ctx); err != nil {
+		return // the next look tries again
+	}
+	select {
+	case s.restart <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) setStatus(err error) {
+	s.mu.Lock()
+	prev := s.status
+	s.status = err
+	s.mu.Unlock()
+	switch {
+	case err != nil && prev == nil:
+		s.log.Warn("the NATS JetStream stream cannot serve", "err", err)
+	case err == nil && prev != nil:
+		s.log.Info("the NATS JetStream stream serves again", "stream", s.opts.Stream)
+	}
+}
+
+// oldestCache is the oldest message the stream holds, as last looked up.
+type oldestCache struct {
+	seq   uint64 // 0: not known
+	ts    int64
+	empty bool   // the stream held no message
+	head  uint64 // this node's head when it was looked up
+	at    time.Time
+}
+
+// oldest returns the stream's first sequence and its cursor, looking it up again when the
+// cached one may have been removed by retention since. first > last (and a zero cursor)
+// when retention has emptied the stream.
+func (s *Store) oldestFor(ctx context.Context, last uint64) (uint64, cursor.Cursor, error) {
+	s.mu.Lock()
+	o := s.oldest
+	s.mu.Unlock()
+	fresh := o.seq != 0 && time.Since(o.at) < pollEvery
+	switch {
+	case !fresh:
+	case o.empty:
+		fresh = last == o.head // anything appended since is the new oldest
+	case s.opts.MaxItems > 0 && last >= o.seq+s.opts.MaxItems:
+		fresh = false // the cap has removed it
+	case s.opts.MaxBytes > 0 && last != o.head:
+		fresh = time.Since(o.at) < 100*time.Millisecond // appends may have pushed it out
+	case s.opts.Window > 0 && time.Since(time.Unix(0, o.ts)) > s.opts.Window:
+		fresh = false // it has aged out
+	}
+	if fresh {
+		if o.empty {
+			return last + 1, cursor.Cursor{}, nil
+		}
+		return o.seq, cursor.New(o.ts, o.seq, cursor.NodeWidth), nil
+	}
+	return s.refreshOldest(ctx)
+}
+
+// refreshOldest looks the oldest message up: the first at or after sequence 1.
+func (s *Store) refreshOldest(ctx context.Context) (uint64, cursor.Cursor, error) {
+	head, _ := s.tr.head()
+	msgs, _, err := s.directGet(ctx, 1, 1)
+	if err != nil {
+		return 0, cursor.Cursor{}, err
+	}
+	o := oldestCache{head: head, at: time.Now()}
+	if len(msgs) == 0 {
+		o.seq, o.empty = head+1, true
+	} else {
+		o.seq, o.ts = msgs[0].seq, msgs[0].ts
+	}
+	s.mu.Lock()
+	s.oldest = o
+	s.mu.Unlock()
+	if o.empty {
+		return o.seq, cursor.Cursor{}, nil
+	}
+	return o.seq, cursor.New(o.ts, o.seq, cursor.NodeWidth), nil
+}
