@@ -17,6 +17,7 @@ type replayOptions struct {
 	node    nodeOptions
 	query   queryOptions
 	output  outputOptions
+	ui      interactiveOptions
 
 	From     string
 	To       string
@@ -59,6 +60,7 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
 	opts.output.addFlags(f)
+	opts.ui.addFlags(f)
 	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
 	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
@@ -70,6 +72,9 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 }
 
 func runReplay(ctx context.Context, opts *replayOptions) error {
+	if opts.ui.on(&opts.output) {
+		return runReplayInteractive(ctx, opts)
+	}
 	query, err := opts.query.build()
 	if err != nil {
 		return err

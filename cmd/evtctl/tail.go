@@ -21,6 +21,7 @@ type tailOptions struct {
 	node    nodeOptions
 	query   queryOptions
 	output  outputOptions
+	ui      interactiveOptions
 
 	After         string
 	Since         string
@@ -76,6 +77,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
 	opts.output.addFlags(f)
+	opts.ui.addFlags(f)
 	f.StringVar(&opts.After, "after", "", "start after this cursor")
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (10m) or an RFC 3339 time")
 	f.BoolVar(&opts.FromStart, "from-start", false, "start at the oldest event the node holds")
@@ -127,6 +129,9 @@ func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 }
 
 func runTail(ctx context.Context, opts *tailOptions) error {
+	if opts.ui.on(&opts.output) {
+		return runTailInteractive(ctx, opts)
+	}
 	query, err := opts.query.build()
 	if err != nil {
 		return err

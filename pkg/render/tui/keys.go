@@ -1,0 +1,43 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// keyMap holds every key binding of the UI, in one place; the help screen lists them in
+// this order.
+type keyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Pause, Focus, Zoom, Filter              key.Binding
+	Write, WriteOne, Copy, CopyCursor       key.Binding
+	Help, Back, Quit                        key.Binding
+}
+
+func defaultKeys() keyMap {
+	b := func(keys []string, k, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
+	}
+	return keyMap{
+		Up:         b([]string{"up", "k"}, "↑ k", "up (list; older events load above the oldest) or scroll up (detail)"),
+		Down:       b([]string{"down", "j"}, "↓ j", "down (list) or scroll down (detail)"),
+		PageUp:     b([]string{"pgup", "ctrl+b", "ctrl+u"}, "pgup ctrl+b", "page up"),
+		PageDown:   b([]string{"pgdown", "ctrl+f", "ctrl+d"}, "pgdn ctrl+f", "page down"),
+		Top:        b([]string{"home", "g"}, "home g", "oldest loaded event"),
+		Bottom:     b([]string{"end", "G"}, "end G", "newest event, and follow the head again"),
+		Pause:      b([]string{" "}, "space", "pause / resume; paused, new events are received and counted, not shown"),
+		Focus:      b([]string{"tab"}, "tab", "switch between the list and the detail pane"),
+		Zoom:       b([]string{"enter"}, "enter", "detail pane full screen, or back"),
+		Filter:     b([]string{"/"}, "/", "edit the filter query (enter applies it on the node, esc cancels)"),
+		Write:      b([]string{"w"}, "w", "write the loaded events to a file, as JSON lines"),
+		WriteOne:   b([]string{"W"}, "W", "write the selected event to a file, as a JSON line"),
+		Copy:       b([]string{"c"}, "c", "copy the selected event (its CloudEvent) to the clipboard (OSC 52)"),
+		CopyCursor: b([]string{"C"}, "C", "copy the selected event's cursor to the clipboard (OSC 52)"),
+		Help:       b([]string{"?"}, "?", "this help; any key closes it"),
+		Back:       b([]string{"esc"}, "esc", "back: close a prompt or the full-screen detail"),
+		Quit:       b([]string{"q", "ctrl+c"}, "q ctrl+c", "quit, restoring the terminal"),
+	}
+}
+
+// all lists the bindings in the order the help shows them.
+func (k keyMap) all() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Pause, k.Focus, k.Zoom,
+		k.Filter, k.Write, k.WriteOne, k.Copy, k.CopyCursor, k.Help, k.Back, k.Quit}
+}

@@ -1,0 +1,201 @@
+package tui
+
+import (
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// row is one line of the list: an event, or a marker for events that were lost.
+type row struct {
+	ev  *event
+	gap *client.Gap
+}
+
+// window is the contiguous run of matching events the UI holds, oldest first, at most max
+// rows. It knows what lies beyond each end: older events to fetch (before the first
+// event), newer ones (after hi), or nothing.
+type window struct {
+	rows []row
+	max  int
+	gaps int // gap markers among rows
+	// hi is the cursor up to which (inclusive) every matching event is in rows or was
+	// evicted from the top. It may be past the last event: a page that found nothing newer
+	// says the log held nothing more up to its newest item.
+	hi string
+	// olderDone: nothing older to fetch (the log's oldest event, or the start of a range).
+	// newerDone: nothing newer to fetch (following: attached to the head; a range: its end).
+	olderDone, newerDone bool
+}
+
+// reset empties the window, which then sits after hi.
+func (w *window) reset(hi string, olderDone, newerDone bool) {
+	clear(w.rows)
+	w.rows, w.gaps = w.rows[:0], 0
+	w.hi, w.olderDone, w.newerDone = hi, olderDone, newerDone
+}
+
+// firstEvent and lastEvent return the cursors of the oldest and newest events held, "" if none.
+func (w *window) firstEvent() string {
+	for _, r := range w.rows {
+		if r.ev != nil {
+			return r.ev.cursor
+		}
+	}
+	return ""
+}
+
+func (w *window) lastEvent() string {
+	for i := len(w.rows) - 1; i >= 0; i-- {
+		if r := w.rows[i]; r.ev != nil {
+			return r.ev.cursor
+		}
+	}
+	return ""
+}
+
+// before is the cursor to page back from: older events are those before it.
+func (w *window) before() string {
+	if c := w.firstEvent(); c != "" {
+		return c
+	}
+	if w.hi == "" {
+		return ""
+	}
+	c, err := cursor.Parse(w.hi)
+	if err != nil {
+		return w.hi
+	}
+	return c.Next().String()
+}
+
+// appendNewer adds events after hi (earlier ones are repeats and are dropped), behind a
+// gap marker when gap is set and the window holds events, and moves hi on to the later
+// of the last event and through. It returns the number of rows added.
+func (w *window) appendNewer(evs []*event, gap *client.Gap, through string) int {
+	n := len(w.rows)
+	if gap != nil && w.lastEvent() != "" {
+		w.rows = append(w.rows, row{gap: gap})
+		w.gaps++
+	}
+	for _, ev := range evs {
+		if w.hi != "" && !later(ev.cursor, w.hi) {
+			continue
+		}
+		w.rows = append(w.rows, row{ev: ev})
+		w.hi = ev.cursor
+	}
+	if through != "" && later(through, w.hi) {
+		w.hi = through
+	}
+	return len(w.rows) - n
+}
+
+// prependOlder adds events before the first one held (others are dropped) and returns
+// the number of rows added.
+func (w *window) prependOlder(evs []*event) int {
+	first := w.firstEvent()
+	if first == "" && w.hi != "" {
+		first = w.before()
+	}
+	keep := evs[:0:0]
+	for _, ev := range evs {
+		if first == "" || later(first, ev.cursor) {
+			keep = append(keep, ev)
+		}
+	}
+	if len(keep) == 0 {
+		return 0
+	}
+	rows := make([]row, 0, len(keep)+len(w.rows))
+	for _, ev := range keep {
+		rows = append(rows, row{ev: ev})
+	}
+	w.rows = append(rows, w.rows...)
+	if w.hi == "" {
+		w.hi = keep[len(keep)-1].cursor
+	}
+	return len(keep)
+}
+
+// evictTop drops k rows from the top, and any gap marker left at the new top: it would
+// mark nothing. It returns the rows dropped.
+func (w *window) evictTop(k int) int {
+	k = min(k, len(w.rows))
+	for k < len(w.rows) && w.rows[k].gap != nil {
+		k++
+	}
+	if k == 0 {
+		return 0
+	}
+	w.gaps -= countGaps(w.rows[:k])
+	n := copy(w.rows, w.rows[k:])
+	clear(w.rows[n:])
+	w.rows = w.rows[:n]
+	w.olderDone = false
+	return k
+}
+
+// evictBottom drops k rows from the bottom (and a gap marker left last); hi moves back to
+// the last event kept, so those dropped are fetched again when wanted.
+func (w *window) evictBottom(k int) {
+	k = min(k, len(w.rows))
+	n := len(w.rows) - k
+	for n > 0 && w.rows[n-1].gap != nil {
+		n--
+	}
+	if n == len(w.rows) {
+		return
+	}
+	w.gaps -= countGaps(w.rows[n:])
+	clear(w.rows[n:])
+	w.rows = w.rows[:n]
+	if c := w.lastEvent(); c != "" {
+		w.hi = c
+	}
+	w.newerDone = false
+}
+
+func countGaps(rows []row) int {
+	n := 0
+	for _, r := range rows {
+		if r.gap != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// later reports whether cursor a comes after b. Cursors of one log order as strings;
+// ones that do not parse fall back to that order.
+func later(a, b string) bool {
+	if len(a) == len(b) {
+		return a > b // one log's cursors, the usual case
+	}
+	ac, err1 := cursor.Parse(a)
+	bc, err2 := cursor.Parse(b)
+	if err1 != nil || err2 != nil {
+		if len(a) != len(b) {
+			return len(a) > len(b)
+		}
+		return a > b
+	}
+	return ac.After(bc)
+}
+
+// lostBetween reports whether events may have been lost between cursor last (delivered)
+// and oldest (the log's oldest item now): oldest is later, and something fits between.
+// An evtctl node numbers items without holes, so its next item fits nothing between.
+func lostBetween(last, oldest string) bool {
+	lc, err1 := cursor.Parse(last)
+	oc, err2 := cursor.Parse(oldest)
+	if last == "" || oldest == "" || err1 != nil || err2 != nil || !lc.Before(oc) {
+		return false
+	}
+	if p, ok := oc.Prev(); ok && !lc.Before(p) {
+		return false
+	}
+	if lc.Width == cursor.NodeWidth && oc.Width == cursor.NodeWidth && oc.Seq == lc.Seq+1 {
+		return false
+	}
+	return true
+}
