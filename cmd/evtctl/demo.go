@@ -36,8 +36,8 @@ func newCmdDemo(streams *iostreams.IOStreams) *cobra.Command {
 online-learning business (courses created and updated in a catalog, learners enrolling,
 orders purchased) at a steady pace with a burst now and then, and tail them.
 
-On a terminal the events are shown in the interactive view; piped, they are written as
-JSON lines. The node's address and commands to try against it from another terminal are
+On a terminal the events are shown in the interactive view (tail -i; press ? for its keys)
+unless -o or --count asks for lines; piped, they are written as JSON lines. The node's address and commands to try against it from another terminal are
 printed on stderr. Nothing is kept when the demo stops.`,
 		Example: `  evtctl demo
   evtctl demo --count 5 | jq -c '.data | {type, subject}'
@@ -103,12 +103,26 @@ Try from another terminal:
 	})
 	g.Go(func() error {
 		defer stopProducing()
+		if opts.interactive() {
+			query, _ := opts.query.build() // checked above
+			c, err := (&nodeOptions{Node: node.URL}).client()
+			if err != nil {
+				return err
+			}
+			return runInteractive(gctx, opts.streams, c, interactiveConfig{Query: query, Follow: true})
+		}
 		return runTail(gctx, &tailOptions{
 			streams: opts.streams, node: nodeOptions{Node: node.URL}, query: opts.query, output: opts.output,
 			FromStart: true, Count: opts.Count, OnGap: "warn", PageSize: 100, Wait: 25 * time.Second, now: time.Now,
 		})
 	})
 	return g.Wait()
+}
+
+// interactive reports whether the demo shows the terminal UI: on a terminal, unless an
+// output format or --count asks for lines.
+func (o *demoOptions) interactive() bool {
+	return o.streams.IsStdoutTTY() && o.Count == 0 && o.output.Format == "" && o.output.Template == "" && len(o.output.Fields) == 0
 }
 
 // produceDemo sends the demo's story to the node: opts.Rate events a second, with a burst
