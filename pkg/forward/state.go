@@ -9,12 +9,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
 	"github.com/gofrs/flock"
 
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -266,47 +266,18 @@ func compareCursors(a, b string) int {
 	return bytes.Compare([]byte(a), []byte(b))
 }
 
-// writeFileAtomic replaces path with data: a temporary file beside it, fsynced, renamed over
-// it, and the directory fsynced, so a crash leaves the old content or the new.
+// writeFileAtomic replaces path with data so that a crash leaves the old or the new.
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("state: writing %s: %w", filepath.Base(path), err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // syncDir makes the creation, renaming and removal of files in dir durable.
 func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be synced there
-	}
-	d, err := os.Open(dir)
-	if err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("state: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("state: syncing %s: %w", dir, err)
 	}
 	return nil
 }
