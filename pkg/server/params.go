@@ -153,8 +153,11 @@ func decodeInt(v json.RawMessage) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("want a whole number, got %s", abbreviate(v))
 	}
-	return int(max(min(i, 1<<31), -1<<31)), nil
+	return clampInt(i), nil
 }
+
+// clampInt brings a count into the range of a 32-bit int.
+func clampInt(i int64) int { return int(max(min(i, 1<<31), -1<<31)) }
 
 // decodeWait accepts a JSON number of nanoseconds (Tendermint's form), a string of digits
 // (nanoseconds), or a Go duration string such as "5s" or "1m30s".

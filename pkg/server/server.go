@@ -21,9 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/evtctl/evtctl/pkg/cevent"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/filter"
 )
 
 // Config configures a Server. Zero values take the defaults noted.
@@ -57,6 +55,7 @@ type Server struct {
 	ingest   chan struct{} // semaphore
 	reads    chan struct{} // semaphore: bounds the memory and CPU that page building takes
 	limits   cevent.Limits
+	shared   shareCache // reads shared by long-polls asking the same
 }
 
 // New returns a Server for cfg.
@@ -245,11 +244,25 @@ const (
 )
 
 func newRPCError(code int, data string) *rpcError {
-	msg := map[int]string{
-		codeParse: "Parse error", codeInvalidRequest: "Invalid Request", codeNoMethod: "Method not found",
-		codeInvalidParams: "Invalid params", codeInternal: "Internal error", codeBusy: "Server busy",
-	}[code]
-	return &rpcError{Code: code, Message: msg, Data: data}
+	return &rpcError{Code: code, Message: rpcMessage(code), Data: data}
+}
+
+func rpcMessage(code int) string {
+	switch code {
+	case codeParse:
+		return "Parse error"
+	case codeInvalidRequest:
+		return "Invalid Request"
+	case codeNoMethod:
+		return "Method not found"
+	case codeInvalidParams:
+		return "Invalid params"
+	case codeInternal:
+		return "Internal error"
+	case codeBusy:
+		return "Server busy"
+	}
+	return ""
 }
 
 type rpcRequest struct {
@@ -270,39 +283,54 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body = bytes.TrimSpace(body)
-	var out bytes.Buffer
 	if len(body) > 0 && body[0] == '[' {
-		var reqs []json.RawMessage
-		if err := json.Unmarshal(body, &reqs); err != nil {
-			s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
-			return
-		}
-		if len(reqs) == 0 {
-			s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "an empty batch"))
-			return
-		}
-		if len(reqs) > 16 {
-			s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
-			return
-		}
-		// The calls run one after another; they share one wait, so that a batch of
-		// long-polls answers within the write timeout, as a single call does.
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
-		defer cancel()
-		out.WriteByte('[')
-		for i, raw := range reqs {
-			if i > 0 {
-				out.WriteByte(',')
-			}
-			id, result, rerr := s.call(ctx, raw)
-			appendRPC(&out, id, result, rerr)
-			putPageBuf(result)
-		}
-		out.WriteByte(']')
-		writeRaw(w, out.Bytes())
+		s.handleBatch(w, r, body)
 		return
 	}
-	id, result, rerr := s.call(r.Context(), body)
+	s.handleCall(w, r, body)
+}
+
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+	var out bytes.Buffer
+	var reqs []json.RawMessage
+	if err := json.Unmarshal(body, &reqs); err != nil {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
+		return
+	}
+	if len(reqs) == 0 {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "an empty batch"))
+		return
+	}
+	if len(reqs) > 16 {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
+		return
+	}
+	// The calls run one after another; they share one wait, so that a batch of
+	// long-polls answers within the write timeout, as a single call does.
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
+	defer cancel()
+	out.WriteByte('[')
+	for i, raw := range reqs {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		id, res, rerr := s.call(ctx, raw)
+		appendRPC(&out, id, res.b, rerr)
+		res.release()
+	}
+	out.WriteByte(']')
+	writeRaw(w, out.Bytes())
+}
+
+// handleCall answers a single call. It keeps little on its stack: a long-poll waits below it.
+func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, body []byte) {
+	id, res, rerr := s.call(r.Context(), body)
+	s.writeCall(w, id, res, rerr)
+	res.release()
+}
+
+func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
+	var out bytes.Buffer
 	if rerr != nil {
 		if rerr.retryAfter > 0 {
 			retryAfter(w, rerr.retryAfter)
@@ -315,11 +343,10 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	appendRPC(&out, id, nil, nil)
 	head := out.Bytes()[:out.Len()-1] // without the closing brace
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+2))
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(res.b)+2))
 	_, _ = w.Write(head)
-	_, _ = w.Write(result)
+	_, _ = w.Write(res.b)
 	_, _ = w.Write([]byte("}\n"))
-	putPageBuf(result)
 }
 
 func writeRaw(w http.ResponseWriter, b []byte) {
@@ -354,7 +381,25 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 }
 
 // call answers one JSON-RPC request object: the id to echo, and a result or an error.
-func (s *Server) call(ctx context.Context, raw []byte) (json.RawMessage, []byte, *rpcError) {
+func (s *Server) call(ctx context.Context, raw []byte) (json.RawMessage, result, *rpcError) {
+	id, p, rerr := decodeCall(raw)
+	if rerr != nil {
+		return id, result{}, rerr
+	}
+	res, rerr := s.events(ctx, p)
+	return id, res, rerr
+}
+
+// decodeCall decodes a request object. The id it returns is a copy, so that a long-poll
+// does not keep the request body while it waits.
+func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
+	if id, p, ok := decodeCallFast(raw); ok {
+		return id, p, nil
+	}
+	return decodeCallSlow(raw)
+}
+
+func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	var req rpcRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		var syn *json.SyntaxError
@@ -363,29 +408,34 @@ func (s *Server) call(ctx context.Context, raw []byte) (json.RawMessage, []byte,
 		}
 		return nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
 	}
+	id := json.RawMessage(bytes.Clone(req.ID))
 	if req.JSONRPC != "2.0" {
-		return req.ID, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
+		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
 	}
 	if req.Method != "events" {
-		return req.ID, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
+		return id, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
 	}
 	p, err := decodeParams(req.Params)
 	if err != nil {
-		return req.ID, nil, newRPCError(codeInvalidParams, err.Error())
+		return id, nil, newRPCError(codeInvalidParams, err.Error())
 	}
-	result, rerr := s.events(ctx, p)
-	return req.ID, result, rerr
+	return id, &p, nil
 }
 
 func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 	p, err := paramsFromQuery(r.URL.Query())
-	var result []byte
+	var res result
 	var rerr *rpcError
 	if err != nil {
 		rerr = newRPCError(codeInvalidParams, err.Error())
 	} else {
-		result, rerr = s.events(r.Context(), p)
+		res, rerr = s.events(r.Context(), &p)
 	}
+	writeGet(w, res, rerr)
+	res.release()
+}
+
+func writeGet(w http.ResponseWriter, res result, rerr *rpcError) {
 	if rerr != nil {
 		// As Tendermint does for GET: the bare error object, with HTTP 200.
 		if rerr.retryAfter > 0 {
@@ -395,98 +445,11 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, b)
 		return
 	}
-	writeRaw(w, result)
-	putPageBuf(result)
-}
-
-// events runs the method: it compiles the filter once, reads a page, and, with no `before`
-// and nothing to return yet, waits for the head to move until the wait runs out.
-func (s *Server) events(ctx context.Context, p eventsParams) ([]byte, *rpcError) {
-	q := eventlog.Query{Ascending: p.Ascending}
-	var err error
-	if q.After, err = cursor.Parse(p.After); err != nil {
-		return nil, newRPCError(codeInternal, err.Error())
-	}
-	if q.Before, err = cursor.Parse(p.Before); err != nil {
-		return nil, newRPCError(codeInternal, err.Error())
-	}
-	if p.Query != "" {
-		fq, err := filter.Compile(p.Query)
-		if err != nil {
-			return nil, newRPCError(codeInternal, "invalid filter query: "+err.Error())
-		}
-		if !fq.MatchesAll() {
-			q.Match = fq.MatchJSON
-		}
-	}
-	q.Max = p.MaxItems
-	if q.Max <= 0 {
-		q.Max = s.cfg.DefaultItems
-	}
-	q.Max = min(q.Max, s.cfg.MaxItems)
-	wait := p.Wait
-	if wait <= 0 {
-		wait = s.cfg.DefaultWait
-	}
-	wait = min(wait, s.cfg.MaxWait)
-	if deadline, ok := ctx.Deadline(); ok {
-		// The calls of a JSON-RPC batch share one wait (see handleRPC).
-		wait = min(wait, time.Until(deadline)-50*time.Millisecond)
-	}
-
-	var timer *time.Timer
-	waiting := false
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		if waiting {
-			s.waiters.Add(-1)
-		}
-	}()
-	for {
-		changed := s.cfg.Store.Changed()
-		page, err := s.readPage(ctx, q)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, newRPCError(codeInternal, "request cancelled")
-			}
-			if errors.Is(err, eventlog.ErrUnavailable) {
-				// A distributed store between leaders, or reconnecting: worth a retry.
-				s.log.Warn("reading the event log", "err", err)
-				e := newRPCError(codeBusy, err.Error()+"; retry shortly")
-				e.retryAfter = 1
-				return nil, e
-			}
-			s.log.Error("reading the event log", "err", err)
-			return nil, newRPCError(codeInternal, "reading the event log failed: "+err.Error())
-		}
-		if len(page.Items) > 0 || !q.Before.IsZero() || wait <= 0 {
-			return s.encodeAndRelease(&page, p.Ascending), nil
-		}
-		// Nothing up to newest matched: later reads need only look past it, so a rare
-		// filter costs one scan per append, not a rescan from the client's cursor.
-		if page.Newest.After(q.After) {
-			q.After = page.Newest
-		}
-		if timer == nil {
-			if n := s.waiters.Add(1); n > int64(s.cfg.MaxWaiters) {
-				s.waiters.Add(-1)
-				return nil, newRPCError(codeBusy, fmt.Sprintf("more than %d readers are waiting; retry shortly", s.cfg.MaxWaiters))
-			}
-			waiting = true
-			timer = time.NewTimer(wait)
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return s.encodeAndRelease(&page, p.Ascending), nil
-		case <-s.quit:
-			return s.encodeAndRelease(&page, p.Ascending), nil
-		case <-ctx.Done():
-			return nil, newRPCError(codeInternal, "request cancelled")
-		}
-	}
+	// The page may be shared with other replies: write it as it is, then the newline.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(res.b)+1))
+	_, _ = w.Write(res.b)
+	_, _ = w.Write([]byte("\n"))
 }
 
 // readPage reads a page with a read slot: waiting readers hold none, but a page being built
@@ -531,12 +494,20 @@ func putPageBuf(b []byte) {
 // encodePage writes the result object by hand: each item's data is the stored CloudEvent
 // JSON, copied as is rather than decoded and encoded again.
 func encodePage(p eventlog.Page, ascending bool) []byte {
+	return appendPage(getPageBuf(pageSize(p)), p, ascending)
+}
+
+// pageSize is room enough for a page encoded, so that it is not copied as it grows.
+func pageSize(p eventlog.Page) int {
 	n := 128 // the envelope of the page, with two cursors
 	for _, it := range p.Items {
 		// {"cursor":"<33>","event":"<type>","data":<json>}, a comma, and room for escapes.
 		n += len(it.JSON) + len(it.Type) + 96
 	}
-	b := getPageBuf(n)
+	return n
+}
+
+func appendPage(b []byte, p eventlog.Page, ascending bool) []byte {
 	b = append(b, `{"items":[`...)
 	for i, it := range p.Items {
 		if i > 0 {

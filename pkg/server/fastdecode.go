@@ -1,0 +1,230 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// decodeCallFast decodes the request object a long-polling client sends over and over, such
+// as {"jsonrpc":"2.0","id":7,"method":"events","params":{"maxItems":1,"after":"…","waitTime":30000000000}},
+// without reflection. It accepts only a plain subset of JSON (the members jsonrpc, id,
+// method and params, each once; params with maxItems, after, before, waitTime and order,
+// each once; strings without escapes or non-ASCII bytes; whole numbers) and only a valid
+// call, on which it gives what decodeCallSlow gives. On anything else it returns false, and
+// decodeCallSlow decodes the request and words its errors.
+func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
+	d := fastDecoder{b: raw}
+	var id []byte
+	var p eventsParams
+	var seen [4]bool // jsonrpc, id, method, params
+	if !d.open('{') {
+		return nil, nil, false
+	}
+	for first := true; ; first = false {
+		if d.close('}') {
+			if first || !seen[0] || !seen[2] {
+				return nil, nil, false
+			}
+			break
+		}
+		if !first && !d.open(',') {
+			return nil, nil, false
+		}
+		key, ok := d.key()
+		if !ok {
+			return nil, nil, false
+		}
+		var k int
+		switch key {
+		case "jsonrpc":
+			k = 0
+			ok = d.word("2.0")
+		case "id":
+			k = 1
+			if id, ok = d.token(); ok {
+				id = bytes.Clone(id)
+			}
+		case "method":
+			k = 2
+			ok = d.word("events")
+		case "params":
+			k = 3
+			ok = d.params(&p)
+		default:
+			return nil, nil, false
+		}
+		if !ok || seen[k] {
+			return nil, nil, false
+		}
+		seen[k] = true
+	}
+	d.space()
+	if d.i != len(d.b) {
+		return nil, nil, false
+	}
+	return id, &p, true
+}
+
+type fastDecoder struct {
+	b []byte
+	i int
+}
+
+func (d *fastDecoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// open consumes c after any space.
+func (d *fastDecoder) open(c byte) bool {
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+func (d *fastDecoder) close(c byte) bool { return d.open(c) }
+
+// str consumes a string of printable ASCII with no escapes and returns its contents.
+func (d *fastDecoder) str() ([]byte, bool) {
+	d.space()
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return nil, false
+	}
+	for j := d.i + 1; j < len(d.b); j++ {
+		switch c := d.b[j]; {
+		case c == '"':
+			s := d.b[d.i+1 : j]
+			d.i = j + 1
+			return s, true
+		case c < 0x20 || c >= 0x80 || c == '\\':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// key consumes a member name and its colon.
+func (d *fastDecoder) key() (string, bool) {
+	s, ok := d.str()
+	if !ok || !d.open(':') {
+		return "", false
+	}
+	return string(s), true
+}
+
+// word consumes a string that must be w.
+func (d *fastDecoder) word(w string) bool {
+	s, ok := d.str()
+	return ok && string(s) == w
+}
+
+// integer consumes a whole number of at most 18 digits, as JSON writes it.
+func (d *fastDecoder) integer() ([]byte, bool) {
+	d.space()
+	start := d.i
+	j := d.i
+	if j < len(d.b) && d.b[j] == '-' {
+		j++
+	}
+	digits := j
+	for j < len(d.b) && '0' <= d.b[j] && d.b[j] <= '9' {
+		j++
+	}
+	n := j - digits
+	if n == 0 || n > 18 || (n > 1 && d.b[digits] == '0') {
+		return nil, false
+	}
+	if j < len(d.b) {
+		switch d.b[j] {
+		case '.', 'e', 'E':
+			return nil, false
+		}
+	}
+	d.i = j
+	return d.b[start:j], true
+}
+
+// token consumes an id: a whole number or a string, as its JSON text.
+func (d *fastDecoder) token() ([]byte, bool) {
+	d.space()
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		start := d.i
+		if _, ok := d.str(); !ok {
+			return nil, false
+		}
+		return d.b[start:d.i], true
+	}
+	return d.integer()
+}
+
+func (d *fastDecoder) params(p *eventsParams) bool {
+	if !d.open('{') {
+		return false
+	}
+	var seen [5]bool // maxItems, after, before, waitTime, order
+	for first := true; ; first = false {
+		if d.close('}') {
+			return true
+		}
+		if !first && !d.open(',') {
+			return false
+		}
+		key, ok := d.key()
+		if !ok {
+			return false
+		}
+		var k int
+		switch key {
+		case "maxItems":
+			k = 0
+			var n []byte
+			if n, ok = d.integer(); ok {
+				i, err := strconv.ParseInt(string(n), 10, 64)
+				ok = err == nil
+				p.MaxItems = clampInt(i)
+			}
+		case "after", "before":
+			k = 1
+			dst := &p.After
+			if key == "before" {
+				k, dst = 2, &p.Before
+			}
+			var s []byte
+			if s, ok = d.str(); ok {
+				*dst = string(s)
+			}
+		case "waitTime":
+			k = 3
+			var n []byte
+			if n, ok = d.integer(); ok {
+				var err error
+				p.Wait, err = parseWait(string(n))
+				ok = err == nil
+			}
+		case "order":
+			k = 4
+			var s []byte
+			if s, ok = d.str(); ok {
+				var err error
+				p.Ascending, err = parseOrder(string(s))
+				ok = err == nil
+			}
+		default:
+			return false
+		}
+		if !ok || seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+}
