@@ -8,9 +8,8 @@ import (
 	"runtime"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -176,10 +175,6 @@ func runInteractive(ctx context.Context, streams *iostreams.IOStreams, c *client
 		defer tty.Close()
 		in = tty
 	}
-	r := lipgloss.NewRenderer(out)
-	if !color {
-		r.SetColorProfile(termenv.Ascii)
-	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = 25 * time.Second
 	}
@@ -190,12 +185,18 @@ func runInteractive(ctx context.Context, streams *iostreams.IOStreams, c *client
 		Source: src, Query: cfg.Query, Follow: cfg.Follow,
 		From: cfg.From, FromStart: cfg.FromStart, To: cfg.To, Reverse: cfg.Reverse,
 		Keep: cfg.Keep, PageSize: cfg.PageSize, Backoff: client.Backoff{GiveUp: cfg.RetryFor},
-		Renderer: r, Clipboard: out,
+		NoColor: !color, Clipboard: out,
 	})
 	defer m.Close()
 	// Frames at up to 120 a second put a key's effect on the screen within about 8 ms; the
 	// stream's updates are capped at 30 a second by the model, whatever the event rate.
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(), tea.WithFPS(120))
+	// The model asks for the alternate screen in its view.
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithFPS(120)}
+	if !color {
+		// The model draws no colour then; nothing is left for Bubble Tea to detect.
+		opts = append(opts, tea.WithColorProfile(colorprofile.NoTTY))
+	}
+	p := tea.NewProgram(m, opts...)
 	_, err := p.Run()
 	m.Close()
 	switch {

@@ -76,10 +76,12 @@ wait_for " seed-1 "
 t send-keys -t ui End
 wait_for "org.example.tmux.late.v1"
 
-# ? lists the keys; any key closes the list.
+# ? lists the keys; any key closes the list. A key sent right after Escape would be read
+# with it as one alt+key (as terminals send those), so wait for the list to close.
 t send-keys -t ui '?'
 wait_for "copy the selected event's cursor to the clipboard"
 t send-keys -t ui Escape
+wait_gone "copy the selected event's cursor to the clipboard"
 wait_for "● LIVE"
 
 # A filter with a syntax error is shown inline and changes nothing; a good one applies.

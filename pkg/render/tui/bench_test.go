@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 )
 
 // Benchmarks of the UI's work on its own goroutine at 5,000 events a second: what one
@@ -54,14 +54,14 @@ func BenchmarkStreamFrame(b *testing.B) {
 		m.Update(msg)
 		_ = m.View()
 	}
-	if m.loaded() != DefaultKeep || !strings.Contains(m.View(), "LIVE") {
+	if m.loaded() != DefaultKeep || !strings.Contains(m.View().Content, "LIVE") {
 		b.Fatal("the window did not stay full and live")
 	}
 }
 
 func BenchmarkKeyPress(b *testing.B) {
 	m, _ := benchModel(b)
-	up, down := tea.KeyMsg{Type: tea.KeyUp}, tea.KeyMsg{Type: tea.KeyDown}
+	up, down := tea.KeyPressMsg{Code: tea.KeyUp}, tea.KeyPressMsg{Code: tea.KeyDown}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

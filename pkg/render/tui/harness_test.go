@@ -2,17 +2,15 @@ package tui
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/golden"
-	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/muesli/termenv"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 )
 
 // The UI's tests run the model in a Bubble Tea program with teatest, drive it with keys
@@ -43,20 +41,13 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// asciiRenderer draws without colour or attributes.
-func asciiRenderer() *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(io.Discard)
-	r.SetColorProfile(termenv.Ascii)
-	return r
-}
-
 // testConfig is a following UI over src with a still clock.
 func testConfig(src Source, clk *clock) Config {
 	return Config{
 		Source: src, Follow: true, Keep: 1000, PageSize: 50,
 		Backoff:    clientBackoff(time.Millisecond),
 		ProbeEvery: -1, FrameInterval: time.Millisecond,
-		Renderer: asciiRenderer(), Now: clk.Now, Location: time.UTC,
+		NoColor: true, Now: clk.Now, Location: time.UTC,
 	}
 }
 
@@ -80,14 +71,14 @@ func (h harness) Init() tea.Cmd { return h.m.Init() }
 func (h harness) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if in, ok := msg.(inspect); ok {
 		ok := in.fn == nil || in.fn(h.m)
-		in.reply <- inspected{view: h.m.View(), ok: ok}
+		in.reply <- inspected{view: h.m.screen(), ok: ok}
 		return h, nil
 	}
 	_, cmd := h.m.Update(msg)
 	return h, cmd
 }
 
-func (h harness) View() string { return h.m.View() }
+func (h harness) View() tea.View { return h.m.View() }
 
 // ui is a running UI under test.
 type ui struct {
@@ -170,27 +161,38 @@ func (u *ui) keys(ks ...string) {
 	}
 }
 
-func keyMsg(k string) tea.KeyMsg {
-	names := map[string]tea.KeyType{
+func keyMsg(k string) tea.KeyPressMsg {
+	names := map[string]rune{
 		"up": tea.KeyUp, "down": tea.KeyDown, "pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown,
-		"home": tea.KeyHome, "end": tea.KeyEnd, "enter": tea.KeyEnter, "esc": tea.KeyEsc,
-		"tab": tea.KeyTab, "space": tea.KeySpace, "backspace": tea.KeyBackspace,
-		"ctrl+c": tea.KeyCtrlC, "ctrl+u": tea.KeyCtrlU, "left": tea.KeyLeft,
+		"home": tea.KeyHome, "end": tea.KeyEnd, "enter": tea.KeyEnter, "esc": tea.KeyEscape,
+		"tab": tea.KeyTab, "backspace": tea.KeyBackspace, "left": tea.KeyLeft,
 	}
-	if t, ok := names[k]; ok {
-		return tea.KeyMsg{Type: t}
+	if c, ok := names[k]; ok {
+		return tea.KeyPressMsg{Code: c}
 	}
-	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+	if c, ok := strings.CutPrefix(k, "ctrl+"); ok {
+		return tea.KeyPressMsg{Code: rune(c[0]), Mod: tea.ModCtrl}
+	}
+	if k == "space" {
+		k = " "
+	}
+	return typed(k)
+}
+
+// typed is the key that types text, as a terminal reports it.
+func typed(text string) tea.KeyPressMsg {
+	r := []rune(text)[0]
+	k := tea.KeyPressMsg{Code: r, Text: text}
+	if unicode.IsUpper(r) {
+		k.Code, k.ShiftedCode, k.Mod = unicode.ToLower(r), r, tea.ModShift
+	}
+	return k
 }
 
 // typeText types text into the UI.
 func (u *ui) typeText(s string) {
 	for _, r := range s {
-		if r == ' ' {
-			u.tm.Send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
-			continue
-		}
-		u.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		u.tm.Send(typed(string(r)))
 	}
 }
 

@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 )
 
 // onKey handles a key press.
-func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
-	if k.Type == tea.KeyCtrlC {
+func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
+	if k.Keystroke() == "ctrl+c" {
 		return m.quit()
 	}
 	if m.help {
@@ -176,7 +176,7 @@ func (m *Model) togglePause() tea.Cmd {
 	return nil
 }
 
-func (m *Model) scrollDetail(k tea.KeyMsg) {
+func (m *Model) scrollDetail(k tea.KeyPressMsg) {
 	ks := m.keys
 	h := m.detailHeight()
 	switch {
@@ -213,9 +213,9 @@ func (m *Model) openPrompt(k promptKind, value string) {
 }
 
 // onPromptKey edits the prompt's text; enter submits it, esc closes it.
-func (m *Model) onPromptKey(k tea.KeyMsg) tea.Cmd {
-	switch k.Type {
-	case tea.KeyEsc:
+func (m *Model) onPromptKey(k tea.KeyPressMsg) tea.Cmd {
+	switch k.Code {
+	case tea.KeyEscape:
 		m.prompt, m.applying = promptNone, 0
 		m.promptErr, m.promptErrAt = "", -1
 		m.input.Blur()
@@ -235,6 +235,23 @@ func (m *Model) onPromptKey(k tea.KeyMsg) tea.Cmd {
 		m.promptErr, m.promptErrAt = "", -1
 	}
 	return nil
+}
+
+// onPaste takes pasted text (the terminal's bracketed paste) into an open prompt; it is
+// no key elsewhere, though it closes the help as any key does.
+func (m *Model) onPaste(text string) {
+	switch {
+	case m.help:
+		m.help = false
+	case m.prompt != promptNone:
+		before := m.input.Value()
+		m.input.insert([]rune(text))
+		if m.input.Value() != before {
+			m.promptErr, m.promptErrAt = "", -1
+		}
+	default:
+		m.flash = ""
+	}
 }
 
 // writeCount is the number of events writeSet returns.

@@ -1,6 +1,6 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import "charm.land/bubbles/v2/key"
 
 // keyMap holds every key binding of the UI, in one place; the help screen lists them in
 // this order.
@@ -22,7 +22,7 @@ func defaultKeys() keyMap {
 		PageDown:   b([]string{"pgdown", "ctrl+f", "ctrl+d"}, "pgdn ctrl+f", "page down"),
 		Top:        b([]string{"home", "g"}, "home g", "oldest loaded event"),
 		Bottom:     b([]string{"end", "G"}, "end G", "newest event, and follow the head again"),
-		Pause:      b([]string{" "}, "space", "pause / resume; paused, new events are received and counted, not shown"),
+		Pause:      b([]string{"space"}, "space", "pause / resume; paused, new events are received and counted, not shown"),
 		Focus:      b([]string{"tab"}, "tab", "switch between the list and the detail pane"),
 		Zoom:       b([]string{"enter"}, "enter", "detail pane full screen, or back"),
 		Filter:     b([]string{"/"}, "/", "edit the filter query (enter applies it on the node, esc cancels)"),

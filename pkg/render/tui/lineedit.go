@@ -3,7 +3,7 @@ package tui
 import (
 	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 )
 
 // lineEdit is the one-line editor of the prompts: text, a cursor, and the usual keys
@@ -72,61 +72,45 @@ func (e *lineEdit) wordRight() int {
 	return i
 }
 
-// Update applies a key.
-func (e *lineEdit) Update(k tea.KeyMsg) {
-	switch k.Type {
-	case tea.KeyRunes:
-		if k.Alt {
-			switch string(k.Runes) {
-			case "b":
-				e.pos = e.wordLeft()
-			case "f":
-				e.pos = e.wordRight()
-			case "d":
-				e.cut(e.pos, e.wordRight())
-				e.pos = min(e.pos, len(e.val))
-			}
-			return
-		}
-		e.insert(k.Runes)
-	case tea.KeySpace:
-		e.insert([]rune{' '})
-	case tea.KeyBackspace:
-		switch {
-		case k.Alt:
-			e.cut(e.wordLeft(), e.pos)
-		case e.pos > 0:
+// Update applies a key. Text typed is inserted; keys with ctrl or alt are commands.
+func (e *lineEdit) Update(k tea.KeyPressMsg) {
+	switch k.Keystroke() {
+	case "alt+b", "alt+left", "ctrl+left":
+		e.pos = e.wordLeft()
+	case "alt+f", "alt+right", "ctrl+right":
+		e.pos = e.wordRight()
+	case "alt+d":
+		e.cut(e.pos, e.wordRight())
+		e.pos = min(e.pos, len(e.val))
+	case "backspace":
+		if e.pos > 0 {
 			e.cut(e.pos-1, e.pos)
 		}
-	case tea.KeyCtrlW:
+	case "alt+backspace", "ctrl+w":
 		e.cut(e.wordLeft(), e.pos)
-	case tea.KeyDelete, tea.KeyCtrlD:
+	case "delete", "ctrl+d":
 		if e.pos < len(e.val) {
 			e.val = append(e.val[:e.pos], e.val[e.pos+1:]...)
 		}
-	case tea.KeyLeft, tea.KeyCtrlB:
-		if k.Alt {
-			e.pos = e.wordLeft()
-		} else if e.pos > 0 {
+	case "left", "ctrl+b":
+		if e.pos > 0 {
 			e.pos--
 		}
-	case tea.KeyRight, tea.KeyCtrlF:
-		if k.Alt {
-			e.pos = e.wordRight()
-		} else if e.pos < len(e.val) {
+	case "right", "ctrl+f":
+		if e.pos < len(e.val) {
 			e.pos++
 		}
-	case tea.KeyCtrlLeft:
-		e.pos = e.wordLeft()
-	case tea.KeyCtrlRight:
-		e.pos = e.wordRight()
-	case tea.KeyHome, tea.KeyCtrlA:
+	case "home", "ctrl+a":
 		e.pos = 0
-	case tea.KeyEnd, tea.KeyCtrlE:
+	case "end", "ctrl+e":
 		e.pos = len(e.val)
-	case tea.KeyCtrlU:
+	case "ctrl+u":
 		e.cut(0, e.pos)
-	case tea.KeyCtrlK:
+	case "ctrl+k":
 		e.val = e.val[:e.pos]
+	default:
+		if k.Text != "" && !k.Mod.Contains(tea.ModAlt) && !k.Mod.Contains(tea.ModCtrl) {
+			e.insert([]rune(k.Text))
+		}
 	}
 }

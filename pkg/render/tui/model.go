@@ -9,8 +9,7 @@ import (
 	"io"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -45,11 +44,11 @@ type Config struct {
 	// redraws however fast events arrive; default 1/30 s.
 	FrameInterval time.Duration
 
-	Renderer  *lipgloss.Renderer // draws the styles; nil: lipgloss's default renderer
-	Clipboard io.Writer          // the terminal, for OSC 52; nil: copying is unavailable
-	Dir       string             // where w writes files; "" the working directory
-	Now       func() time.Time   // the clock; default time.Now
-	Location  *time.Location     // times are shown in it; default time.Local
+	NoColor   bool             // draw without colours or other attributes (NO_COLOR)
+	Clipboard io.Writer        // the terminal, for OSC 52; nil: copying is unavailable
+	Dir       string           // where w writes files; "" the working directory
+	Now       func() time.Time // the clock; default time.Now
+	Location  *time.Location   // times are shown in it; default time.Local
 }
 
 // Defaults of Config.
@@ -236,13 +235,9 @@ func New(cfg Config) *Model {
 	if cfg.Location == nil {
 		cfg.Location = time.Local
 	}
-	r := cfg.Renderer
-	if r == nil {
-		r = lipgloss.DefaultRenderer()
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Model{
-		cfg: cfg, src: cfg.Source, keys: defaultKeys(), st: newStyles(r), now: cfg.Now,
+		cfg: cfg, src: cfg.Source, keys: defaultKeys(), st: newStyles(!cfg.NoColor), now: cfg.Now,
 		ctx: ctx, cancel: cancel, work: &tracker{}, feed: make(chan any, 256),
 		pace:  &pacer{interval: cfg.FrameInterval},
 		query: cfg.Query, gen: 1, epoch: 1, sel: -1, promptErrAt: -1,
@@ -288,8 +283,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.fixView()
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		cmds = append(cmds, m.onKey(msg))
+	case tea.PasteMsg:
+		m.onPaste(msg.Content)
 	case feedMsg:
 		for _, x := range msg {
 			m.onFeed(x)

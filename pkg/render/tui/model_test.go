@@ -2,14 +2,12 @@ package tui
 
 import (
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -105,7 +103,7 @@ func TestPageRetries(t *testing.T) {
 	if d := m.conn.retryAt.Sub(clk.Now()); m.conn.kind != connRetrying || m.conn.attempt != 1 || d < time.Second/2 || d > time.Second || cmd == nil {
 		t.Fatalf("after a 503: conn %+v, cmd %v", m.conn, cmd)
 	}
-	if s := m.View(); !strings.Contains(s, "RECONNECTING in 1s (attempt 1)") || !strings.Contains(s, "retrying: node answered 503: busy") {
+	if s := m.screen(); !strings.Contains(s, "RECONNECTING in 1s (attempt 1)") || !strings.Contains(s, "retrying: node answered 503: busy") {
 		t.Errorf("screen:\n%s", s)
 	}
 	// The retry fires: the same request again.
@@ -174,8 +172,8 @@ func TestStartupFailsForGood(t *testing.T) {
 		t.Fatalf("Init's request gave %T", probe)
 	}
 	m.Update(probe)
-	if m.Err() == nil || m.conn.kind != connFailed || !strings.Contains(m.View(), "error: node answered 401: bad token") {
-		t.Errorf("Err %v, conn %v, screen:\n%s", m.Err(), m.conn.kind, m.View())
+	if m.Err() == nil || m.conn.kind != connFailed || !strings.Contains(m.screen(), "error: node answered 401: bad token") {
+		t.Errorf("Err %v, conn %v, screen:\n%s", m.Err(), m.conn.kind, m.screen())
 	}
 }
 
@@ -238,20 +236,20 @@ func TestLineEdit(t *testing.T) {
 	var e lineEdit
 	e.SetValue("data.n > 1")
 	e.CursorEnd()
-	e.Update(tea.KeyMsg{Type: tea.KeyCtrlW})
-	e.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("2\x1b\n")})
+	e.Update(tea.KeyPressMsg{Code: 'w', Mod: tea.ModCtrl})
+	e.Update(tea.KeyPressMsg{Code: tea.KeyExtended, Text: "2\x1b\n"})
 	if e.Value() != "data.n > 2 " || e.Position() != 11 {
 		t.Errorf("value %q at %d", e.Value(), e.Position())
 	}
-	e.Update(tea.KeyMsg{Type: tea.KeyHome})
-	e.Update(tea.KeyMsg{Type: tea.KeyDelete})
-	e.Update(tea.KeyMsg{Type: tea.KeyRight, Alt: true})
-	e.Update(tea.KeyMsg{Type: tea.KeyCtrlK})
+	e.Update(tea.KeyPressMsg{Code: tea.KeyHome})
+	e.Update(tea.KeyPressMsg{Code: tea.KeyDelete})
+	e.Update(tea.KeyPressMsg{Code: tea.KeyRight, Mod: tea.ModAlt})
+	e.Update(tea.KeyPressMsg{Code: 'k', Mod: tea.ModCtrl})
 	if e.Value() != "ata.n" {
 		t.Errorf("value %q", e.Value())
 	}
-	e.Update(tea.KeyMsg{Type: tea.KeyBackspace})
-	e.Update(tea.KeyMsg{Type: tea.KeyCtrlU})
+	e.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	e.Update(tea.KeyPressMsg{Code: 'u', Mod: tea.ModCtrl})
 	if e.Value() != "" || e.Position() != 0 {
 		t.Errorf("value %q at %d", e.Value(), e.Position())
 	}
@@ -298,17 +296,27 @@ func TestProbeWhileStreamRetries(t *testing.T) {
 }
 
 func TestColours(t *testing.T) {
-	r := lipgloss.NewRenderer(io.Discard)
-	r.SetColorProfile(termenv.ANSI)
-	st := newStyles(r)
-	if got := st.time.Render("10:00"); got != "\x1b[36m10:00\x1b[0m" {
+	st := newStyles(true)
+	if got := st.time.Render("10:00"); got != "\x1b[36m10:00\x1b[m" {
 		t.Errorf("time: %q", got)
 	}
-	if got := st.selected.Render("x"); got != "\x1b[7mx\x1b[0m" {
+	if got := st.selected.Render("x"); got != "\x1b[7mx\x1b[m" {
 		t.Errorf("selected: %q", got)
 	}
-	if got := newStyles(asciiRenderer()).time.Render("10:00"); got != "10:00" {
+	if got := newStyles(false).time.Render("10:00"); got != "10:00" {
 		t.Errorf("without colour: %q", got)
+	}
+}
+
+func TestScreenWidth(t *testing.T) {
+	st := newStyles(true)
+	for _, s := range []string{
+		"", "plain text", st.time.Render("10:00") + " " + st.selected.Render("x"),
+		"▶ marked", "wide 日本", st.typ.Render("é"), "\x1b[1;33", "tab\there", "\x1b]8;;u\x07link\x1b]8;;\x07",
+	} {
+		if got, want := screenWidth(s), ansi.StringWidth(s); got != want {
+			t.Errorf("screenWidth(%q) = %d, want %d", s, got, want)
+		}
 	}
 }
 

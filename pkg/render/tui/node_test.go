@@ -209,7 +209,7 @@ func TestUIAgainstNode(t *testing.T) {
 	u.waitFor("the head page", following(25))
 	n.ingest(201, 5, "org.example.b.v1")
 	u.waitFor("the new events", func(m *Model) bool {
-		return m.loaded() == 30 && m.follow && strings.Contains(m.View(), "org.example.b.v1")
+		return m.loaded() == 30 && m.follow && strings.Contains(m.screen(), "org.example.b.v1")
 	})
 
 	u.pressUntil("pgup", "the oldest event", func(m *Model) bool {

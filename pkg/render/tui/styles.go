@@ -1,14 +1,11 @@
 package tui
 
-import (
-	"strings"
-
-	"github.com/charmbracelet/lipgloss"
-)
+import "github.com/charmbracelet/x/ansi"
 
 // styles are every style the UI draws with, in one place. Colours are the terminal's own
-// sixteen, so they follow its theme; without colour (NO_COLOR, tests) the layout alone
-// carries the meaning: a marker column for the selection, words for states.
+// sixteen, so they follow its theme and need no question about its background; without
+// colour (NO_COLOR, tests) there are no attributes either, and the layout alone carries
+// the meaning: a marker column for the selection, words for states.
 type styles struct {
 	header, selected, gutter       paint
 	time, typ, source, subject, id paint
@@ -24,67 +21,63 @@ type styles struct {
 	cursor                         paint
 }
 
-func newStyles(r *lipgloss.Renderer) styles {
-	s := r.NewStyle
+func newStyles(color bool) styles {
+	// s starts a style; each call gives a new one, as a Style's methods append to it.
+	s := ansi.NewStyle
+	p := func(st ansi.Style) paint {
+		if !color || len(st) == 0 {
+			return paint{}
+		}
+		return paint{pre: st.String(), post: ansi.ResetStyle}
+	}
 	return styles{
-		header:   newPaint(s().Bold(true).Faint(true)),
-		selected: newPaint(s().Reverse(true)),
-		gutter:   newPaint(s().Bold(true).Foreground(lipgloss.Color("3"))),
+		header:   p(s().Bold().Faint()),
+		selected: p(s().Reverse(true)),
+		gutter:   p(s().Bold().ForegroundColor(ansi.Yellow)),
 
-		time:    newPaint(s().Foreground(lipgloss.Color("6"))),
-		typ:     newPaint(s().Foreground(lipgloss.Color("3"))),
-		source:  newPaint(s()),
-		subject: newPaint(s().Faint(true)),
-		id:      newPaint(s().Foreground(lipgloss.Color("5"))),
+		time:    p(s().ForegroundColor(ansi.Cyan)),
+		typ:     p(s().ForegroundColor(ansi.Yellow)),
+		source:  p(s()),
+		subject: p(s().Faint()),
+		id:      p(s().ForegroundColor(ansi.Magenta)),
 
-		marker:  newPaint(s().Faint(true)),
-		gap:     newPaint(s().Bold(true).Foreground(lipgloss.Color("1"))),
-		loading: newPaint(s().Foreground(lipgloss.Color("4"))),
+		marker:  p(s().Faint()),
+		gap:     p(s().Bold().ForegroundColor(ansi.Red)),
+		loading: p(s().ForegroundColor(ansi.Blue)),
 
-		rule:      newPaint(s().Faint(true)),
-		ruleTitle: newPaint(s().Bold(true)),
+		rule:      p(s().Faint()),
+		ruleTitle: p(s().Bold()),
 
-		status:       newPaint(s().Reverse(true)),
-		statusLive:   newPaint(s().Reverse(true).Bold(true).Foreground(lipgloss.Color("2"))),
-		statusBad:    newPaint(s().Reverse(true).Bold(true).Foreground(lipgloss.Color("1"))),
-		statusPaused: newPaint(s().Reverse(true).Bold(true).Foreground(lipgloss.Color("3"))),
-		statusWarn:   newPaint(s().Reverse(true).Foreground(lipgloss.Color("3"))),
+		status:       p(s().Reverse(true)),
+		statusLive:   p(s().Bold().Reverse(true).ForegroundColor(ansi.Green)),
+		statusBad:    p(s().Bold().Reverse(true).ForegroundColor(ansi.Red)),
+		statusPaused: p(s().Bold().Reverse(true).ForegroundColor(ansi.Yellow)),
+		statusWarn:   p(s().Reverse(true).ForegroundColor(ansi.Yellow)),
 
-		prompt:  newPaint(s().Bold(true)),
-		errText: newPaint(s().Foreground(lipgloss.Color("1"))),
-		caret:   newPaint(s().Bold(true).Foreground(lipgloss.Color("1"))),
-		msg:     newPaint(s().Foreground(lipgloss.Color("2"))),
+		prompt:  p(s().Bold()),
+		errText: p(s().ForegroundColor(ansi.Red)),
+		caret:   p(s().Bold().ForegroundColor(ansi.Red)),
+		msg:     p(s().ForegroundColor(ansi.Green)),
 
-		helpKey:   newPaint(s().Bold(true).Foreground(lipgloss.Color("3"))),
-		helpDesc:  newPaint(s()),
-		helpTitle: newPaint(s().Bold(true).Underline(true)),
+		helpKey:   p(s().Bold().ForegroundColor(ansi.Yellow)),
+		helpDesc:  p(s()),
+		helpTitle: p(s().Bold().Underline(true)),
 
-		jsonKey:     newPaint(s().Foreground(lipgloss.Color("4"))),
-		jsonString:  newPaint(s().Foreground(lipgloss.Color("2"))),
-		jsonNumber:  newPaint(s().Foreground(lipgloss.Color("3"))),
-		jsonLiteral: newPaint(s().Foreground(lipgloss.Color("5"))),
-		jsonPunct:   newPaint(s().Faint(true)),
-		jsonText:    newPaint(s()),
+		jsonKey:     p(s().ForegroundColor(ansi.Blue)),
+		jsonString:  p(s().ForegroundColor(ansi.Green)),
+		jsonNumber:  p(s().ForegroundColor(ansi.Yellow)),
+		jsonLiteral: p(s().ForegroundColor(ansi.Magenta)),
+		jsonPunct:   p(s().Faint()),
+		jsonText:    p(s()),
 
-		cursor: newPaint(s().Reverse(true)),
+		cursor: p(s().Reverse(true)),
 	}
 }
 
-// paint is a style made ready to apply: the escape sequences lipgloss writes before and
-// after a line of text in it, so that drawing a screen costs string concatenation rather
-// than a lipgloss render per piece of text.
+// paint is a style made ready to apply: the escape sequences written before and after a
+// line of text in it, so that drawing a screen costs string concatenation. Bubble Tea
+// turns them into the terminal's colours, fewer if it has fewer.
 type paint struct{ pre, post string }
-
-// newPaint finds a style's sequences by rendering a marker with it.
-func newPaint(st lipgloss.Style) paint {
-	const marker = "\x00"
-	out := st.Render(marker)
-	i := strings.Index(out, marker)
-	if i < 0 {
-		return paint{}
-	}
-	return paint{pre: out[:i], post: out[i+len(marker):]}
-}
 
 // Render returns s in the style. s must be one line.
 func (p paint) Render(s string) string {

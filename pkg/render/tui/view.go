@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -52,8 +53,16 @@ func (m *Model) listHeight() int { return max(m.layout().list, 1) }
 
 func (m *Model) detailHeight() int { return max(m.layout().detail, 1) }
 
-// View draws the screen. It has no side effects but filling the detail pane's cache.
-func (m *Model) View() string {
+// View draws the screen, full screen (the terminal's alternate screen, without the
+// cursor). It has no side effects but filling the detail pane's cache.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.screen())
+	v.AltScreen = true
+	return v
+}
+
+// screen is the text of the screen.
+func (m *Model) screen() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}
@@ -83,7 +92,7 @@ func (m *Model) View() string {
 	lines = append(lines[:l.body], l.bottom...)
 	lines = append(lines, m.statusLines()...)
 	for i, s := range lines {
-		if ansi.StringWidth(s) > m.width {
+		if screenWidth(s) > m.width {
 			lines[i] = ansi.Truncate(s, m.width, "")
 		}
 	}
@@ -311,8 +320,33 @@ func fit(s string, w int) string {
 	return padTo(trunc(s, w), w)
 }
 
+// screenWidth is the number of columns s takes on the screen, s holding text and SGR
+// sequences. Most lines are ASCII, which is counted here; anything else is left to
+// ansi.StringWidth, which works through grapheme clusters and is several times slower.
+func screenWidth(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x20 && c < 0x7f:
+			n++
+		case c == ansi.ESC && i+1 < len(s) && s[i+1] == '[':
+			j := i + 2
+			for j < len(s) && s[j] >= 0x20 && s[j] < 0x40 { // parameters, intermediates
+				j++
+			}
+			if j == len(s) || s[j] >= 0x7f {
+				return ansi.StringWidth(s)
+			}
+			i = j // the final byte
+		default:
+			return ansi.StringWidth(s)
+		}
+	}
+	return n
+}
+
 func padTo(s string, w int) string {
-	if n := ansi.StringWidth(s); n < w {
+	if n := screenWidth(s); n < w {
 		return s + strings.Repeat(" ", w-n)
 	}
 	return s
@@ -340,10 +374,10 @@ func (m *Model) rule() string {
 		right = " [detail]" + right
 	}
 	left := "── " + title + " "
-	fill := m.width - ansi.StringWidth(left) - ansi.StringWidth(right) - 2
+	fill := m.width - screenWidth(left) - screenWidth(right) - 2
 	if fill < 1 {
-		left = trunc(left, max(m.width-ansi.StringWidth(right)-3, 4))
-		fill = max(m.width-ansi.StringWidth(left)-ansi.StringWidth(right)-2, 1)
+		left = trunc(left, max(m.width-screenWidth(right)-3, 4))
+		fill = max(m.width-screenWidth(left)-screenWidth(right)-2, 1)
 	}
 	return m.st.rule.Render("── ") + m.st.ruleTitle.Render(strings.TrimPrefix(left, "── ")) +
 		m.st.rule.Render(strings.Repeat("─", fill)) + m.st.rule.Render(right+"──")
@@ -413,7 +447,7 @@ func (m *Model) bottomLines() []string {
 		if m.prompt == promptWrite {
 			label = "write " + plural(m.writeCount(), "event") + " to › "
 		}
-		in, caretCol := m.inputView(m.width - ansi.StringWidth(label))
+		in, caretCol := m.inputView(m.width - screenWidth(label))
 		line := m.st.prompt.Render(label) + in
 		if m.applying != 0 {
 			line += m.st.loading.Render("  applying on the node…")
@@ -421,7 +455,7 @@ func (m *Model) bottomLines() []string {
 		out = append(out, line)
 		if m.promptErr != "" {
 			if m.promptErrAt >= 0 && caretCol >= 0 {
-				out = append(out, strings.Repeat(" ", ansi.StringWidth(label)+caretCol)+m.st.caret.Render("^"))
+				out = append(out, strings.Repeat(" ", screenWidth(label)+caretCol)+m.st.caret.Render("^"))
 			}
 			msg := clean(m.promptErr)
 			first, _ := cutWidth(msg, m.width)
