@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/pkg/render"
 )
 
 // Exit statuses, documented in the README.
@@ -85,6 +86,5 @@ func safeText(s string) string {
 }
 
 func unsafeRune(r rune) bool {
-	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) ||
-		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x2028 || r == 0x2029
+	return r != '\n' && r != '\t' && render.UnsafeRune(r)
 }

@@ -106,23 +106,7 @@ func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
 	if err := opts.ui.check(&opts.output, flagInUse{opts.Limit != 0, "--limit"}); err != nil {
 		return err
 	}
-	query, err := opts.query.build()
-	if err != nil {
-		return err
-	}
-	now := opts.now()
-	from, err := parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now)
-	if err != nil {
-		return err
-	}
-	if opts.Since != "" && from.Time.IsZero() {
-		return usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
-	}
-	to, err := parsePosition("--to", opts.To, now)
-	if err != nil {
-		return err
-	}
-	c, err := opts.node.client()
+	query, from, to, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}

@@ -71,27 +71,31 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 	return cmd
 }
 
+// resolve turns the flags into the query, the range's ends and a client of the node.
+func (opts *replayOptions) resolve() (query string, from, to client.Position, c *client.Client, err error) {
+	if query, err = opts.query.build(); err != nil {
+		return
+	}
+	now := opts.now()
+	if from, err = parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now); err != nil {
+		return
+	}
+	if opts.Since != "" && from.Time.IsZero() {
+		err = usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
+		return
+	}
+	if to, err = parsePosition("--to", opts.To, now); err != nil {
+		return
+	}
+	c, err = opts.node.client()
+	return
+}
+
 func runReplay(ctx context.Context, opts *replayOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runReplayInteractive(ctx, opts)
 	}
-	query, err := opts.query.build()
-	if err != nil {
-		return err
-	}
-	now := opts.now()
-	from, err := parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now)
-	if err != nil {
-		return err
-	}
-	if opts.Since != "" && from.Time.IsZero() {
-		return usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
-	}
-	to, err := parsePosition("--to", opts.To, now)
-	if err != nil {
-		return err
-	}
-	c, err := opts.node.client()
+	query, from, to, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}

@@ -179,9 +179,9 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// unsafeRune reports whether a terminal might act on r rather than show it: C0 and C1
+// UnsafeRune reports whether a terminal might act on r rather than show it: C0 and C1
 // controls, DEL, line and paragraph separators, and bidirectional overrides.
-func unsafeRune(r rune) bool {
+func UnsafeRune(r rune) bool {
 	switch {
 	case r < 0x20, r >= 0x7f && r <= 0x9f:
 		return true
@@ -218,7 +218,7 @@ func appendDisplay(dst []byte, s string, limit int, json bool) []byte {
 			}
 		}
 		w := 1
-		if unsafeRune(r) {
+		if UnsafeRune(r) {
 			w = 6
 		}
 		if limit > 0 && cols+w > limit {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/render"
 )
 
 // event is one item as the UI keeps it: its own copy of the item's bytes (a page's buffer
@@ -118,24 +119,12 @@ func appendQuoted(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// unsafeRune reports whether a terminal might act on r rather than show it: C0 and C1
-// controls, DEL, line and paragraph separators, and bidirectional overrides.
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20, r >= 0x7f && r <= 0x9f:
-		return true
-	case r == 0x2028, r == 0x2029, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
-
 // clean makes text from a node safe to draw in one cell: runes a terminal could act on
 // (newlines and tabs among them) are shown as \uXXXX, invalid UTF-8 as U+FFFD.
 func clean(s string) string {
 	ok := true
 	for _, r := range s {
-		if unsafeRune(r) || r == utf8.RuneError {
+		if render.UnsafeRune(r) || r == utf8.RuneError {
 			ok = false
 			break
 		}
@@ -146,7 +135,7 @@ func clean(s string) string {
 	const hex = "0123456789abcdef"
 	var b strings.Builder
 	for _, r := range s {
-		if unsafeRune(r) {
+		if render.UnsafeRune(r) {
 			b.WriteString(`\u`)
 			b.WriteByte(hex[r>>12&0xf])
 			b.WriteByte(hex[r>>8&0xf])

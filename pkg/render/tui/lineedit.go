@@ -4,6 +4,8 @@ import (
 	"unicode"
 
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/evtctl/evtctl/pkg/render"
 )
 
 // lineEdit is the one-line editor of the prompts: text, a cursor, and the usual keys
@@ -33,7 +35,7 @@ func (e *lineEdit) insert(rs []rune) {
 		switch {
 		case r == '\n' || r == '\r' || r == '\t':
 			clean = append(clean, ' ')
-		case unsafeRune(r):
+		case render.UnsafeRune(r):
 		default:
 			clean = append(clean, r)
 		}
