@@ -189,6 +189,7 @@ type pubAck struct {
 
 // JetStream error codes evtctl acts on.
 const (
+	errNoPeers           = 10005 // no suitable peers for placement: the cluster is forming or a server is down
 	errClusterNotAvail   = 10008
 	errClusterNotLeader  = 10009
 	errResources         = 10023
@@ -228,7 +229,7 @@ func (e *jsError) Error() string {
 
 func (s *Store) apiErr(e *apiError) error {
 	switch e.ErrCode {
-	case errClusterNotAvail, errClusterNotLeader, errStreamOffline, errResources, errTooManyRequests,
+	case errNoPeers, errClusterNotAvail, errClusterNotLeader, errStreamOffline, errResources, errTooManyRequests,
 		errAtomicIncomplete, errAtomicTooInflight, errDupConflict:
 		return unavailable("NATS JetStream stream %q: %s", s.opts.Stream, e.Description)
 	case errStreamNotFound:
