@@ -121,6 +121,15 @@ func TestCursorTimeNeverGoesBack(t *testing.T) {
 	if err != nil || !strings.Contains(string(reply.Data), `"seq":2`) {
 		t.Fatalf("publishing the forged message: %v %s", err, reply.Data)
 	}
+	// The floor a node publishes with is the newest cursor it has seen: let a see the
+	// forged message first, as it would normally have seen the old leader's last ones.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().Newest.Seq < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the store never saw the second message")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	after := appendOne(t, a, ev(3)).Cursor
 
 	b := open(t, srv.ClientURL(), "FLOOR", storetest.Config{}, 1)
