@@ -244,8 +244,11 @@ func TestSharedPagesUnderConcurrentWriters(t *testing.T) {
 			chans = append(chans, pollGo(t.Context(), s, eventsParams{After: head, MaxItems: 1 + i%3, Ascending: i%2 == 0, Wait: 20 * time.Second}))
 		}
 		waitersReach(t, s, 60)
+		var appends sync.WaitGroup
 		for _, typ := range []string{"b", "c"} {
+			appends.Add(1)
 			go func() {
+				defer appends.Done()
 				id := fmt.Sprintf("%s-%d", typ, round)
 				if _, err := l.Append(ctx, []eventlog.Entry{{Type: typ, Source: "/share", ID: id,
 					JSON: []byte(`{"specversion":"1.0","id":"` + id + `","source":"/share","type":"` + typ + `"}`)}}); err != nil {
@@ -273,6 +276,9 @@ func TestSharedPagesUnderConcurrentWriters(t *testing.T) {
 			o.res.release()
 		}
 		waitersReach(t, s, 0)
+		// Both appends must have landed before the next round's cursor is taken, or that
+		// round's long-polls would find the later one at once and never wait.
+		appends.Wait()
 		st := l.Stats()
 		head = st.Newest.String()
 		headC = st.Newest
