@@ -148,6 +148,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
 	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
 	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
+	choices(f, "sync", "always", "none")
 	f.IntVar(&opts.PageDefault, "page-default", 10, "events per page when a request asks for none")
 	f.IntVar(&opts.PageMax, "page-max", 1000, "most events per page")
 	f.DurationVar(&opts.WaitDefault, "wait-default", time.Second, "long-poll wait when a request gives none")
@@ -161,7 +162,9 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.TLSKey, "tls-key", "", "private key for --tls-cert (PEM)")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
 	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	choices(f, "log-format", "text", "json")
 	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	choices(f, "log-level", "debug", "info", "warn", "error")
 
 	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
 	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")
