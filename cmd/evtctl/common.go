@@ -28,6 +28,9 @@ type nodeOptions struct {
 	Context  string
 
 	flags *pflag.FlagSet // to tell an explicit --insecure=false from the default
+	// exact: Node is a node evtctl itself started (demo); neither the environment nor the
+	// configuration file has a say, so a broken or unrelated configuration cannot get in.
+	exact bool
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
@@ -55,6 +58,9 @@ type nodeSettings struct {
 // one), else the default. A context's tokens and TLS settings go only to the context's own
 // node: when --node or $EVTCTL_NODE names another node, they are not used.
 func (o *nodeOptions) settings() (nodeSettings, error) {
+	if o.exact {
+		return nodeSettings{Node: o.Node}, nil
+	}
 	name := firstNonEmpty(o.Context, os.Getenv("EVTCTL_CONTEXT"))
 	named := name != ""
 	var ctx *config.Context

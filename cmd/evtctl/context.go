@@ -64,6 +64,23 @@ func loadConfig() (string, *config.File, error) {
 	return path, f, nil
 }
 
+// editContext loads the configuration, checks that context name exists, applies edit
+// and saves the file; it returns the file as saved.
+func editContext(name string, edit func(f *config.File)) (*config.File, error) {
+	path, f, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	if f.Contexts[name] == nil {
+		return nil, usagef("no context %q (see evtctl context list)", name)
+	}
+	edit(f)
+	if err := f.Save(path); err != nil {
+		return nil, fmt.Errorf("saving %s: %w", path, err)
+	}
+	return f, nil
+}
+
 type contextAddOptions struct {
 	streams *iostreams.IOStreams
 
@@ -174,16 +191,9 @@ func newCmdContextUse(streams *iostreams.IOStreams) *cobra.Command {
 		Args:              exactlyOneName("context use"),
 		ValidArgsFunction: completeContextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, f, err := loadConfig()
+			f, err := editContext(args[0], func(f *config.File) { f.CurrentContext = args[0] })
 			if err != nil {
 				return err
-			}
-			if f.Contexts[args[0]] == nil {
-				return usagef("no context %q (see evtctl context list)", args[0])
-			}
-			f.CurrentContext = args[0]
-			if err := f.Save(path); err != nil {
-				return fmt.Errorf("saving %s: %w", path, err)
 			}
 			fmt.Fprintf(streams.ErrOut, "now using context %q (%s)\n", args[0], f.Contexts[args[0]].Node)
 			return nil
@@ -199,21 +209,16 @@ func newCmdContextRemove(streams *iostreams.IOStreams) *cobra.Command {
 		Args:              exactlyOneName("context remove"),
 		ValidArgsFunction: completeContextNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, f, err := loadConfig()
+			note := ""
+			_, err := editContext(args[0], func(f *config.File) {
+				delete(f.Contexts, args[0])
+				if f.CurrentContext == args[0] {
+					f.CurrentContext = ""
+					note = "; no context is current now"
+				}
+			})
 			if err != nil {
 				return err
-			}
-			if f.Contexts[args[0]] == nil {
-				return usagef("no context %q (see evtctl context list)", args[0])
-			}
-			delete(f.Contexts, args[0])
-			note := ""
-			if f.CurrentContext == args[0] {
-				f.CurrentContext = ""
-				note = "; no context is current now"
-			}
-			if err := f.Save(path); err != nil {
-				return fmt.Errorf("saving %s: %w", path, err)
 			}
 			fmt.Fprintf(streams.ErrOut, "removed context %q%s\n", args[0], note)
 			return nil

@@ -105,14 +105,14 @@ Try from another terminal:
 		defer stopProducing()
 		if opts.interactive() {
 			query, _ := opts.query.build() // checked above
-			c, err := (&nodeOptions{Node: node.URL}).client()
+			c, err := (&nodeOptions{Node: node.URL, exact: true}).client()
 			if err != nil {
 				return err
 			}
 			return runInteractive(gctx, opts.streams, c, interactiveConfig{Query: query, Follow: true})
 		}
 		return runTail(gctx, &tailOptions{
-			streams: opts.streams, node: nodeOptions{Node: node.URL}, query: opts.query, output: opts.output,
+			streams: opts.streams, node: nodeOptions{Node: node.URL, exact: true}, query: opts.query, output: opts.output,
 			FromStart: true, Count: opts.Count, OnGap: "warn", PageSize: 100, Wait: 25 * time.Second, now: time.Now,
 		})
 	})
