@@ -23,6 +23,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/retry"
 )
 
@@ -45,6 +47,62 @@ type Client struct {
 	ua       string
 	hc       *http.Client
 	id       atomic.Int64
+	kind     atomic.Int32 // a Kind, learned from the node's replies
+}
+
+// Kind is what a client has learned of its node from its replies.
+type Kind int32
+
+const (
+	// KindUnknown: no reply to a request for ascending order has come back yet.
+	KindUnknown Kind = iota
+	// KindEvtctl: the node has evtctl's extensions (ascending order, its query language).
+	KindEvtctl
+	// KindTendermint: the node pages newest first only and takes only Tendermint's query
+	// language, as a Tendermint node does.
+	KindTendermint
+)
+
+// Kind reports what the client has learned of its node so far.
+func (c *Client) Kind() Kind { return Kind(c.kind.Load()) }
+
+// QueryError is a query the client did not send because the node would refuse it: it uses
+// evtctl's extensions of the filter language, or is not valid in Tendermint's. Err is a
+// *filter.SyntaxError pointing at the byte.
+type QueryError struct {
+	Query string
+	Err   error
+}
+
+func (e *QueryError) Error() string {
+	return "the node takes only Tendermint's query language: " + e.Err.Error()
+}
+func (e *QueryError) Unwrap() error { return e.Err }
+
+// BeforeThrough is the exclusive `before` bound of a request that must include the item at
+// end: the next cursor on a node that compares cursors in full (evtctl's), a later time on
+// one that compares them by time alone (Tendermint) or that the client does not know yet.
+// With a time bound, items after end that share its time come back too; the caller drops
+// them.
+func (c *Client) BeforeThrough(end cursor.Cursor) cursor.Cursor {
+	if c.Kind() == KindEvtctl {
+		return end.Next()
+	}
+	return cursor.TimeBoundAfter(end)
+}
+
+// CheckQuery reports, as a *QueryError, a query that the node would refuse, as far as the
+// client knows the node: against a Tendermint node, a query using evtctl's extensions (OR,
+// NOT, parentheses, MATCHES) or one of only spaces. Nothing is checked before the client
+// knows the node's kind.
+func (c *Client) CheckQuery(q string) error {
+	if q == "" || c.Kind() != KindTendermint {
+		return nil
+	}
+	if err := filter.CheckTendermint(q); err != nil {
+		return &QueryError{Query: q, Err: err}
+	}
+	return nil
 }
 
 // New returns a client for opts.Node.
@@ -229,7 +287,8 @@ func Retryable(err error) bool {
 		return re.Code == -32000 // evtctl: too many waiting readers
 	}
 	var de *DecodeError
-	if errors.As(err, &de) {
+	var qe *QueryError
+	if errors.As(err, &de) || errors.As(err, &qe) {
 		return false
 	}
 	return true // transport errors: refused, reset, EOF, timeouts
@@ -326,13 +385,30 @@ func (c *Client) Events(ctx context.Context, req Request) (*Reply, error) {
 			return nil, err
 		}
 		r.body = buf
+		c.learn(req, r)
 		return r, nil
 	}
 	data, err := readBody(resp)
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
-	return decodeReply(resp, data)
+	r, err := decodeReply(resp, data)
+	if err == nil {
+		c.learn(req, r)
+	}
+	return r, err
+}
+
+// learn notes the node's kind from a reply to req: only a node with evtctl's extensions
+// answers a request for ascending order with "order":"asc".
+func (c *Client) learn(req Request, r *Reply) {
+	switch {
+	case !req.Ascending:
+	case r.Ascending:
+		c.kind.Store(int32(KindEvtctl))
+	default:
+		c.kind.Store(int32(KindTendermint))
+	}
 }
 
 // readBody reads a reply in one allocation when its length is known (pages of a replay run

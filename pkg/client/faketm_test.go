@@ -137,8 +137,9 @@ func (f *fakeTendermint) OnNextBefore(fn func()) {
 	f.mu.Unlock()
 }
 
-// Append publishes the events as one block: they share a timestamp (bumped if the
-// sequence wraps within the block, so that cursors keep their order).
+// Append publishes the events as one block. Each gets a timestamp of its own, later than
+// the one before, as on a real node (each cursor is stamped with the wall clock when its
+// item is added, one at a time).
 func (f *fakeTendermint) Append(tb testing.TB, evs ...testEvent) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -146,7 +147,7 @@ func (f *fakeTendermint) Append(tb testing.TB, evs ...testEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		f.seq++
-		if f.seq == 0 && i > 0 {
+		if i > 0 {
 			ts++
 		}
 		c := fmt.Sprintf("%016x-%04x", ts, f.seq)
@@ -336,13 +337,18 @@ func (f *fakeTendermint) scanLocked(q *filter.Query, after, before string, max i
 		return res
 	}
 	res.Oldest, res.Newest = f.items[0].Cursor, f.items[len(f.items)-1].Cursor
+	// A real node compares cursors by their timestamp alone (Cursor.Before in its eventlog
+	// package): `before` excludes every item stamped at or after its time, `after` every
+	// item stamped at or before it, whatever the sequence parts.
 	end := len(f.items)
 	if before != "" {
-		end = sort.Search(len(f.items), func(i int) bool { return f.items[i].Cursor >= before })
+		bt := tmTime(before)
+		end = sort.Search(len(f.items), func(i int) bool { return tmTime(f.items[i].Cursor) >= bt })
 	}
+	at := tmTime(after)
 	for i := end - 1; i >= 0; i-- {
 		it := f.items[i]
-		if after != "" && it.Cursor <= after {
+		if after != "" && tmTime(it.Cursor) <= at {
 			break
 		}
 		if !q.Match(filter.AttributeMap{"tm.event": {it.Event}}) {
@@ -355,6 +361,16 @@ func (f *fakeTendermint) scanLocked(q *filter.Query, after, before string, max i
 		res.Items = append(res.Items, tmItemJSON(it))
 	}
 	return res
+}
+
+// tmTime is the timestamp part of a cursor the fake has checked, 0 for "".
+func tmTime(c string) uint64 {
+	if c == "" {
+		return 0
+	}
+	var ts uint64
+	fmt.Sscanf(c[:16], "%016x", &ts)
+	return ts
 }
 
 // TestFakeTendermint checks the fake against what a real node does (the facts and the

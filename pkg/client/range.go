@@ -31,8 +31,13 @@ type RangeOptions struct {
 	// ReuseMemory reuses reply buffers: the items passed to fn (their strings and bytes)
 	// are valid only until fn returns. It saves garbage on long ranges.
 	ReuseMemory bool
-	Backoff     Backoff
-	OnRetry     RetryFunc
+	// OnGap is told when events after From.Cursor are no longer in the log (see
+	// cursor.Lost); its error ends the range. It is called before the first event is
+	// delivered, or, newest first, after the last. A range from a time or from the start
+	// has no gap. Nil: gaps are not reported.
+	OnGap   func(Gap) error
+	Backoff Backoff
+	OnRetry RetryFunc
 }
 
 // errLimit stops a range early.
@@ -50,6 +55,9 @@ func (c *Client) Range(ctx context.Context, opts RangeOptions, fn func([]Item) e
 	if err != nil {
 		return err
 	}
+	if err := c.CheckQuery(opts.Query); err != nil {
+		return err
+	}
 	if head.Newest == "" {
 		return nil // an empty log
 	}
@@ -64,8 +72,7 @@ func (c *Client) Range(ctx context.Context, opts RangeOptions, fn func([]Item) e
 			return err
 		}
 	}
-	// before is exclusive; the range includes end.
-	before, err := nextCursor(end)
+	ec, err := cursor.Parse(end)
 	if err != nil {
 		return err
 	}
@@ -87,16 +94,33 @@ func (c *Client) Range(ctx context.Context, opts RangeOptions, fn func([]Item) e
 		}
 		return fn(items)
 	}
-	err = c.walk(ctx, opts, after, before, deliver)
+	w := &rangeWalk{c: c, opts: opts, after: after, end: end, deliver: deliver, gapFrom: opts.From.Cursor}
+	if w.gapFrom != "" {
+		w.gapFrom = after
+	}
+	err = w.walk(ctx, c.BeforeThrough(ec).String())
 	if errors.Is(err, errLimit) {
 		return nil
 	}
 	return err
 }
 
-func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before string, deliver func([]Item) error) error {
+// rangeWalk is one range being walked.
+type rangeWalk struct {
+	c          *Client
+	opts       RangeOptions
+	after, end string // the range: after is exclusive, end inclusive
+	deliver    func([]Item) error
+	gapFrom    string // the From cursor, when the range starts at one: a gap is reported from it
+}
+
+// walk fetches the range's pages. before is exclusive: a bound in time just past end, so
+// that a node comparing cursors by their time alone (Tendermint) includes end; items after
+// end that share its time are dropped here.
+func (w *rangeWalk) walk(ctx context.Context, before string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	opts := w.opts
 	type result struct {
 		r   *Reply
 		err error
@@ -106,7 +130,7 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 	fetch := func(req Request) <-chan result {
 		ch := make(chan result, 1)
 		go func() {
-			r, err := c.eventsRetry(ctx, req, opts.Backoff, opts.OnRetry)
+			r, err := w.c.eventsRetry(ctx, req, opts.Backoff, opts.OnRetry)
 			ch <- result{r, err}
 		}()
 		return ch
@@ -115,16 +139,18 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 	if opts.Limit > 0 {
 		pageSize = min(pageSize, opts.Limit) // --limit 10 needs no page of 1000
 	}
-	req := Request{Query: opts.Query, MaxItems: pageSize, After: after, Before: before, Ascending: !opts.Reverse, reuse: opts.ReuseMemory}
+	req := Request{Query: opts.Query, MaxItems: pageSize, After: w.after, Before: before, Ascending: !opts.Reverse, reuse: opts.ReuseMemory}
 	next := fetch(req)
 	var held []Item // chronological order without the extension: newest-first pages, held
+	first := true
 	for {
 		res := <-next
 		if res.err != nil {
 			return res.err
 		}
 		r := res.r
-		more := r.More && len(r.Items) > 0
+		items, past := w.within(r.Items, r.Ascending)
+		more := r.More && len(r.Items) > 0 && !past
 		if more {
 			// A copy: the reply's memory may be reused once its items are delivered.
 			last := strings.Clone(r.Items[len(r.Items)-1].Cursor)
@@ -139,29 +165,72 @@ func (c *Client) walk(ctx context.Context, opts RangeOptions, after, before stri
 			}
 			next = fetch(req)
 		}
+		if r.Ascending && first {
+			// The first forward page was read from the range's start: the log's oldest
+			// item then says whether anything after From is gone.
+			if err := w.gap(r.Oldest); err != nil {
+				r.release()
+				return err
+			}
+		}
+		first = false
 		switch {
 		case r.Ascending, opts.Reverse:
-			err := deliver(r.Items)
+			err := w.deliver(items)
 			r.release()
 			if err != nil {
 				return err
 			}
 		default:
-			held = append(held, r.Items...)
+			held = append(held, items...)
 		}
 		if !more {
+			if !r.Ascending {
+				// The last newest-first page reached the range's start.
+				if err := w.gap(r.Oldest); err != nil {
+					return err
+				}
+			}
 			break
 		}
 	}
 	slices.Reverse(held)
 	for len(held) > 0 {
 		n := min(opts.PageSize, len(held))
-		if err := deliver(held[:n]); err != nil {
+		if err := w.deliver(held[:n]); err != nil {
 			return err
 		}
 		held = held[n:]
 	}
 	return nil
+}
+
+// within drops the items of a page that lie after the range's end; past reports that the
+// page reached beyond it (ascending), so no further page is needed.
+func (w *rangeWalk) within(items []Item, ascending bool) (kept []Item, past bool) {
+	if ascending {
+		for i, it := range items {
+			if cursor.CompareText(it.Cursor, w.end) > 0 {
+				return items[:i], true
+			}
+		}
+		return items, false
+	}
+	i := 0
+	for i < len(items) && cursor.CompareText(items[i].Cursor, w.end) > 0 {
+		i++
+	}
+	return items[i:], false
+}
+
+// gap reports a gap between the range's From cursor and the log's oldest item.
+func (w *rangeWalk) gap(oldest string) error {
+	if w.opts.OnGap == nil || w.gapFrom == "" || !cursor.Lost(w.gapFrom, oldest) {
+		return nil
+	}
+	g := Gap{After: w.gapFrom, Oldest: strings.Clone(oldest)}
+	w.gapFrom = "" // once
+	return w.opts.OnGap(g)
 }
 
 // resolve turns a position into a cursor of the node's width. A time used as an end
@@ -181,13 +250,4 @@ func resolve(p Position, width int, end bool) (string, error) {
 		return c.String(), nil
 	}
 	return cursor.FromTime(p.Time, width).String(), nil
-}
-
-// nextCursor is the least cursor of the same width after s.
-func nextCursor(s string) (string, error) {
-	c, err := cursor.Parse(s)
-	if err != nil {
-		return "", err
-	}
-	return c.Next().String(), nil
 }

@@ -67,8 +67,8 @@ func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetr
 	}
 }
 
-// Gap reports events lost to the node's retention: the client had delivered up to After,
-// and the node's log now starts at Oldest, so matching events between them may be gone.
+// Gap reports events lost to the node's retention: the client had examined the log up to
+// After, and the node's log now starts at Oldest, which is not the item right after it.
 type Gap struct {
 	After  string
 	Oldest string // the log's oldest item now; "" when retention has emptied the log
@@ -80,7 +80,9 @@ type Batch struct {
 	Gap      *Gap   // lost events before Items, if any
 	Items    []Item // oldest first; may be empty
 	CaughtUp bool   // nothing older than the head is left to fetch: a long-poll comes next
-	Cursor   string // the cursor to resume after once this batch is handled
+	// Cursor is where to resume once this batch is handled: the node has been asked about
+	// every event up to it. It may be past the last item, over events that did not match.
+	Cursor string
 }
 
 // StreamOptions configure Stream.
@@ -104,10 +106,16 @@ type StreamOptions struct {
 // a reconnect neither skips nor repeats an event. With no starting point it begins at the
 // head: only events appended from now on.
 //
+// A gap is reported exactly when events were lost: when the oldest item the node holds comes
+// after the last one the client had the node examine and is not the next one (see
+// cursor.Lost). The client keeps track of how far the node has examined the log for its
+// query, so events that did not match and were pruned later are no loss.
+//
 // On a node with evtctl's ascending extension a backlog is walked forward page by page, in
-// memory bounded by the page size. On other nodes (Tendermint) the backlog since the resume
-// cursor is fetched newest first page by page and held until it is complete, as ADR-075
-// prescribes: memory and time to first delivery grow with the backlog.
+// memory bounded by the page size. On other nodes (Tendermint) each round long-polls for the
+// head to move, then fetches everything after the resume cursor up to that head newest first,
+// page by page, holding it until it is complete, as ADR-075 prescribes: memory and time to
+// first delivery grow with the backlog.
 func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) error) error {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
@@ -115,99 +123,221 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 	if opts.Wait <= 0 {
 		opts.Wait = 25 * time.Second
 	}
-	last := opts.After
-	if last == "" && !opts.FromStart {
+	st := &streamer{c: c, opts: opts, fn: fn, last: opts.After}
+	if opts.After == "" && !opts.FromStart || opts.Query != "" && c.Kind() == KindUnknown {
 		head, err := c.probe(ctx, opts.Backoff, opts.OnRetry)
 		if err != nil {
 			return err
 		}
-		if !opts.Since.IsZero() {
-			last = sinceCursor(opts.Since, head)
-		} else {
-			last = head.Newest
+		if opts.After == "" && !opts.FromStart {
+			if !opts.Since.IsZero() {
+				st.last = sinceCursor(opts.Since, head)
+				// A start time older than the log is not a loss the caller could have
+				// prevented (the log may simply be younger): gaps count from a real cursor on.
+				st.madeUp = st.last != ""
+			} else {
+				st.last = head.Newest
+			}
 		}
 	}
-	asc := true       // until the node shows it lacks the extension
-	var used []*Reply // replies of a page-back, released with the batch
-	// A start time older than the log is not a loss the caller could have prevented (the
-	// log may simply be younger): gaps count from the first reply on.
-	fromTime := opts.After == "" && !opts.Since.IsZero()
+	if err := c.CheckQuery(opts.Query); err != nil {
+		return err
+	}
 	for {
-		r, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Wait: opts.Wait, Ascending: asc, reuse: opts.ReuseMemory}, opts.Backoff, opts.OnRetry)
-		if err != nil {
-			return err
-		}
-		var b Batch
-		oldest := r.Oldest
-		if r.Ascending {
-			b.Items, b.CaughtUp = r.Items, !r.More
+		var err error
+		if c.Kind() == KindTendermint {
+			err = st.roundDescending(ctx)
 		} else {
-			asc = false
-			items := r.Items
-			for more := r.More; more && len(items) > 0; {
-				// Page back from the oldest item so far towards the resume cursor.
-				p, err := c.eventsRetry(ctx, Request{Query: opts.Query, MaxItems: opts.PageSize, After: last, Before: items[len(items)-1].Cursor, reuse: opts.ReuseMemory}, opts.Backoff, opts.OnRetry)
-				if err != nil {
-					return err
-				}
-				items = append(items, p.Items...)
-				used = append(used, p)
-				more = p.More && len(p.Items) > 0      // an empty page cannot move before on
-				oldest = laterCursor(oldest, p.Oldest) // the log may lose its tail while we page
-			}
-			slices.Reverse(items)
-			b.Items, b.CaughtUp = items, true
+			err = st.roundAscending(ctx)
 		}
-		if !fromTime {
-			b.Gap = detectGap(last, oldest)
-			if b.Gap == nil && oldest == "" && len(b.Items) == 0 && last != "" && laterCursor(last, r.Newest) != last {
-				// Retention emptied the log after events past our cursor were appended.
-				b.Gap = &Gap{After: last, Newest: r.Newest}
-			}
-		}
-		fromTime = false
-		switch {
-		case len(b.Items) > 0:
-			b.Cursor = b.Items[len(b.Items)-1].Cursor
-		case b.Gap != nil && oldest == "":
-			b.Cursor = b.Gap.Newest // all of it is gone
-		case b.Gap != nil:
-			b.Cursor = justBefore(oldest, last) // nothing to resume from in between
-		default:
-			b.Cursor = last
-		}
-		if len(b.Items) == 0 && r.Ascending {
-			// An evtctl node answers a long-poll with no items only after examining every
-			// item up to newest: none matched, so none is lost when the log drops them later.
-			// (A Tendermint node may report a newest it did not examine; stay put there.)
-			b.Cursor = laterCursor(b.Cursor, r.Newest)
-		}
-		// The resume cursor and the gap outlive the replies, whose memory may be reused.
-		b.Cursor = strings.Clone(b.Cursor)
-		if b.Gap != nil {
-			b.Gap = &Gap{After: strings.Clone(b.Gap.After), Oldest: strings.Clone(b.Gap.Oldest), Newest: strings.Clone(b.Gap.Newest)}
-		}
-		err = fn(b)
-		r.release()
-		for _, p := range used {
-			p.release()
-		}
-		used = used[:0]
 		if err != nil {
 			return err
 		}
-		last = b.Cursor
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
 }
 
-// probe asks for the newest item without waiting long, to learn the head and the node's
-// cursor width.
-func (c *Client) probe(ctx context.Context, b Backoff, onRetry RetryFunc) (*Reply, error) {
-	return c.eventsRetry(ctx, Request{MaxItems: 1, Wait: time.Nanosecond}, b, onRetry)
+// streamer is the state of one Stream.
+type streamer struct {
+	c    *Client
+	opts StreamOptions
+	fn   func(Batch) error
+	// last is the resume cursor: the node has been asked about every event up to it, and
+	// every match up to it has been delivered.
+	last string
+	// madeUp: last is a time bound (--since), not an item of the log; nothing can be said
+	// about events lost before it.
+	madeUp bool
 }
+
+// roundAscending asks an evtctl node for the oldest matching events after the resume
+// cursor, long-polling when there are none. The first reply tells whether the node has the
+// ascending extension; when it has not, the round is handed to roundDescending.
+func (st *streamer) roundAscending(ctx context.Context) error {
+	o := st.opts
+	r, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Wait: o.Wait, Ascending: true, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
+	if err != nil {
+		return err
+	}
+	if !r.Ascending {
+		// A node without the extension (this is its first reply, and the query is empty:
+		// Stream learns the kind first otherwise). It ignored the order and answered with
+		// its newest items: the first page of a descending round.
+		if o.Query != "" {
+			r.release()
+			return st.roundDescending(ctx)
+		}
+		return st.collect(ctx, r, Request{}, "")
+	}
+	b := Batch{Items: r.Items, CaughtUp: !r.More}
+	b.Gap = st.gap(r.Oldest, r.Newest, len(r.Items) == 0)
+	switch {
+	case len(b.Items) > 0:
+		b.Cursor = b.Items[len(b.Items)-1].Cursor
+	case b.Gap != nil && r.Oldest != "":
+		b.Cursor = cursor.ResumeBefore(mustParse(r.Oldest)).String()
+	default:
+		b.Cursor = st.last
+	}
+	if !r.More {
+		// With nothing further to return, an evtctl node has examined every item up to
+		// newest: none of the rest matched, and none is lost when the log drops it later.
+		b.Cursor = cursor.Later(b.Cursor, r.Newest)
+	}
+	return st.deliver(b, r)
+}
+
+// roundDescending is a round on a node that pages newest first only (Tendermint). It
+// long-polls, unfiltered and for one item, until the head moves past the resume cursor;
+// that reply names the head. Then it collects every matching event between the resume
+// cursor and that head with queries that never wait, newest first and page by page. The
+// last of those pages is a scan of the whole range as the node holds it then: items missing
+// between the resume cursor and that page's oldest were dropped before the client saw them.
+// Asking for the head unfiltered is what lets the client know how far the node examined the
+// log for its query — a filtered long-poll does not say which non-matching items it saw.
+func (st *streamer) roundDescending(ctx context.Context) error {
+	o := st.opts
+	if o.Query == "" {
+		// Unfiltered, the long-poll's reply is the first page itself.
+		return st.collect(ctx, nil, Request{MaxItems: o.PageSize, After: st.last, Wait: o.Wait, reuse: o.ReuseMemory}, "")
+	}
+	w, err := st.c.eventsRetry(ctx, Request{MaxItems: 1, After: st.last, Wait: o.Wait}, o.Backoff, o.OnRetry)
+	if err != nil {
+		return err
+	}
+	if len(w.Items) == 0 {
+		// The wait ended with nothing new: nothing to examine yet.
+		return st.deliver(Batch{CaughtUp: true, Cursor: st.last, Gap: st.gap(w.Oldest, w.Newest, true)}, w)
+	}
+	head := strings.Clone(w.Items[0].Cursor)
+	w.release()
+	hc, err := cursor.Parse(head)
+	if err != nil {
+		return &DecodeError{Err: err, Body: head}
+	}
+	return st.collect(ctx, nil, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Before: st.c.BeforeThrough(hc).String(), reuse: o.ReuseMemory}, head)
+}
+
+// collect fetches the pages of one descending round and delivers them oldest first as one
+// batch. The first page is r when it has come already, else the reply to req. head, when
+// set, is the newest item the round covers: req is then bounded by its time, and the node
+// is known to have examined the log up to it.
+func (st *streamer) collect(ctx context.Context, r *Reply, req Request, head string) error {
+	o := st.opts
+	if r == nil {
+		var err error
+		if r, err = st.c.eventsRetry(ctx, req, o.Backoff, o.OnRetry); err != nil {
+			return err
+		}
+	}
+	used := []*Reply{r}
+	defer func() {
+		for _, p := range used {
+			p.release()
+		}
+	}()
+	items, last := r.Items, r
+	for more := r.More && len(items) > 0; more; {
+		// Page back from the oldest item so far towards the resume cursor.
+		p, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Before: items[len(items)-1].Cursor, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
+		if err != nil {
+			return err
+		}
+		used = append(used, p)
+		items = append(items, p.Items...)
+		more = p.More && len(p.Items) > 0 // an empty page cannot move before on
+		last = p
+	}
+	if head != "" {
+		// The range was bounded by time; anything after the head is for the next round.
+		items = slices.DeleteFunc(items, func(it Item) bool { return cursor.CompareText(it.Cursor, head) > 0 })
+	}
+	slices.Reverse(items)
+	b := Batch{Items: items, CaughtUp: true}
+	b.Gap = st.gap(last.Oldest, r.Newest, len(items) == 0 && head == "")
+	switch {
+	case head != "":
+		b.Cursor = head // the node examined everything up to the head for the query
+		if len(items) > 0 {
+			b.Cursor = cursor.Later(head, items[len(items)-1].Cursor)
+		}
+	case len(items) > 0:
+		b.Cursor = items[len(items)-1].Cursor
+	default:
+		b.Cursor = st.last
+	}
+	return st.deliver(b, nil)
+}
+
+// gap reports the events lost between the resume cursor and the log's oldest item. An empty
+// log whose newest item is past the cursor lost everything after it, when nothing new was
+// returned (empty).
+func (st *streamer) gap(oldest, newest string, empty bool) *Gap {
+	if st.madeUp {
+		return nil
+	}
+	if cursor.Lost(st.last, oldest) {
+		return &Gap{After: st.last, Oldest: oldest}
+	}
+	if oldest == "" && empty && st.last != "" && cursor.CompareText(newest, st.last) > 0 {
+		// Retention emptied the log after events past our cursor were appended.
+		return &Gap{After: st.last, Newest: newest}
+	}
+	return nil
+}
+
+// deliver hands a batch to fn and moves the resume cursor; r, when set, is released after.
+func (st *streamer) deliver(b Batch, r *Reply) error {
+	if b.Gap != nil && b.Gap.Oldest == "" && len(b.Items) == 0 {
+		b.Cursor = cursor.Later(b.Cursor, b.Gap.Newest) // all of it is gone
+	}
+	// The resume cursor and the gap outlive the replies, whose memory may be reused.
+	b.Cursor = strings.Clone(b.Cursor)
+	if b.Gap != nil {
+		b.Gap = &Gap{After: strings.Clone(b.Gap.After), Oldest: strings.Clone(b.Gap.Oldest), Newest: strings.Clone(b.Gap.Newest)}
+	}
+	err := st.fn(b)
+	r.release()
+	if err != nil {
+		return err
+	}
+	if b.Cursor != st.last {
+		st.last, st.madeUp = b.Cursor, false
+	}
+	return nil
+}
+
+// probe asks for the newest item without waiting, to learn the head, the node's cursor
+// width and whether it has the ascending extension. A `before` bound past any real cursor
+// makes even a node that clamps waits to a minimum (Tendermint: 1 s) answer at once.
+func (c *Client) probe(ctx context.Context, b Backoff, onRetry RetryFunc) (*Reply, error) {
+	return c.eventsRetry(ctx, Request{MaxItems: 1, Before: probeBefore, Ascending: true}, b, onRetry)
+}
+
+// probeBefore is a cursor after every real one, in the width both kinds of node accept.
+const probeBefore = "7fffffffffffffff-ffff"
 
 // sinceCursor builds the cursor before every event stamped at or after t, in the width of
 // the node's own cursors.
@@ -222,59 +352,9 @@ func sinceCursor(t time.Time, head *Reply) string {
 	return cursor.FromTime(t, w).String()
 }
 
-// detectGap reports lost events when the resume cursor is older than the log's oldest item
-// and something could have stood between them.
-func detectGap(last, oldest string) *Gap {
-	if last == "" || oldest == "" {
-		return nil
-	}
-	lc, err1 := cursor.Parse(last)
-	oc, err2 := cursor.Parse(oldest)
-	if err1 != nil || err2 != nil {
-		// Not cursors we can read: fall back to the string order ADR-075 promises.
-		if len(last) == len(oldest) && last < oldest {
-			return &Gap{After: last, Oldest: oldest}
-		}
-		return nil
-	}
-	if !lc.Before(oc) {
-		return nil
-	}
-	if prev, ok := prevCursor(oc); ok && !lc.Before(prev) {
-		return nil // nothing fits between them
-	}
-	if lc.Width == cursor.NodeWidth && oc.Width == cursor.NodeWidth && oc.Seq == lc.Seq+1 {
-		return nil // an evtctl node numbers items without holes: oldest is the very next one
-	}
-	return &Gap{After: last, Oldest: oldest}
-}
-
-// laterCursor returns the later of two cursors of one log; a when b is empty or unreadable.
-func laterCursor(a, b string) string {
-	ac, err1 := cursor.Parse(a)
-	bc, err2 := cursor.Parse(b)
-	if b == "" || err1 != nil || err2 != nil || !bc.After(ac) {
-		return a
-	}
-	return b
-}
-
-// prevCursor is the greatest cursor of the same width before c.
-func prevCursor(c cursor.Cursor) (cursor.Cursor, bool) { return c.Prev() }
-
-// justBefore returns the cursor just before oldest, to resume from after a gap when no item
-// was delivered; it never goes back before last.
-func justBefore(oldest, last string) string {
-	oc, err := cursor.Parse(oldest)
-	if err != nil {
-		return last
-	}
-	p, ok := prevCursor(oc)
-	if !ok {
-		return last
-	}
-	if lc, err := cursor.Parse(last); err == nil && !lc.Before(p) {
-		return last
-	}
-	return p.String()
+// mustParse parses a cursor a node sent, which parseReply has not checked; an unreadable
+// one is the empty cursor.
+func mustParse(s string) cursor.Cursor {
+	c, _ := cursor.Parse(s)
+	return c
 }

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // Defaults.
@@ -757,7 +759,7 @@ func (h retryHeap) Less(i, j int) bool {
 	if !h[i].due.Equal(h[j].due) {
 		return h[i].due.Before(h[j].due)
 	}
-	return compareCursors(h[i].cursor, h[j].cursor) < 0
+	return cursor.CompareText(h[i].cursor, h[j].cursor) < 0
 }
 func (h retryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *retryHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }

@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/deliver"
 )
 
@@ -395,7 +396,7 @@ func TestSlowDeliveryHoldsTheCheckpointOnly(t *testing.T) {
 				break
 			}
 			// ... but no checkpoint passed e2 before it was delivered.
-			if c, ok := strings.CutPrefix(entry, "checkpoint "); ok && compareCursors(c, cursorOf(2)) >= 0 {
+			if c, ok := strings.CutPrefix(entry, "checkpoint "); ok && cursor.CompareText(c, cursorOf(2)) >= 0 {
 				t.Errorf("checkpoint %s passed e2 while it was in flight: %v", c, h.log)
 			}
 		}
@@ -647,7 +648,7 @@ func TestCrashBetweenStoreAndCheckpoint(t *testing.T) {
 		// the store.
 		saved := ""
 		opts.Checkpoint = func(c string) error {
-			if compareCursors(c, cursorOf(2)) >= 0 {
+			if cursor.CompareText(c, cursorOf(2)) >= 0 {
 				return crash
 			}
 			saved = c

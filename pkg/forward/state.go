@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,7 +155,7 @@ func (s *State) entries() (live []*entry, done map[string]bool) {
 	for _, e := range s.js.live {
 		live = append(live, e)
 	}
-	slices.SortFunc(live, func(a, b *entry) int { return compareCursors(a.Cursor, b.Cursor) })
+	slices.SortFunc(live, func(a, b *entry) int { return cursor.CompareText(a.Cursor, b.Cursor) })
 	return live, maps.Clone(s.js.done)
 }
 
@@ -206,7 +205,7 @@ const compactMin = 1 << 20
 // it holds.
 func (s *State) checkpointed(w string) error {
 	for c := range s.js.done {
-		if compareCursors(c, w) <= 0 {
+		if cursor.CompareText(c, w) <= 0 {
 			delete(s.js.done, c)
 		}
 	}
@@ -232,7 +231,7 @@ func (s *State) compact() error {
 	for c := range s.js.done {
 		done = append(done, c)
 	}
-	slices.SortFunc(done, compareCursors)
+	slices.SortFunc(done, cursor.CompareText)
 	for _, c := range done {
 		if buf, err = appendRecord(buf, &record{Op: opDone, Cursor: c}); err != nil {
 			return fmt.Errorf("state: %w", err)
@@ -251,19 +250,6 @@ func (s *State) compact() error {
 	}
 	s.f, s.size, s.dirty = f, int64(len(buf)), false
 	return nil
-}
-
-// compareCursors orders two cursors of one log; cursors that do not parse compare as strings.
-func compareCursors(a, b string) int {
-	ca, err1 := cursor.Parse(a)
-	cb, err2 := cursor.Parse(b)
-	if err1 == nil && err2 == nil {
-		return ca.Compare(cb)
-	}
-	if len(a) != len(b) {
-		return len(a) - len(b)
-	}
-	return bytes.Compare([]byte(a), []byte(b))
 }
 
 // writeFileAtomic replaces path with data so that a crash leaves the old or the new.

@@ -150,7 +150,8 @@ func (f *fakeLog) Page(ctx context.Context, r PageRequest) (Page, error) {
 	}
 	var match []client.Item
 	for _, it := range f.items {
-		if (r.After == "" || later(it.Cursor, r.After)) && (r.Before == "" || later(r.Before, it.Cursor)) && q.MatchJSON(it.Data) {
+		if (r.After == "" || later(it.Cursor, r.After)) && (r.Before == "" || later(r.Before, it.Cursor)) &&
+			(r.Before != "" || r.Through == "" || !later(it.Cursor, r.Through)) && q.MatchJSON(it.Data) {
 			match = append(match, it)
 		}
 	}
@@ -197,7 +198,7 @@ func (f *fakeLog) Follow(ctx context.Context, r FollowRequest, fn func(client.Ba
 			f.mu.Unlock()
 		default:
 			var b client.Batch
-			if len(f.items) > 0 && lostBetween(after, f.items[0].Cursor) {
+			if len(f.items) > 0 && cursor.Lost(after, f.items[0].Cursor) {
 				b.Gap = &client.Gap{After: after, Oldest: f.items[0].Cursor}
 			}
 			for _, it := range f.items {

@@ -471,21 +471,17 @@ func (m *Model) ensureLoads() tea.Cmd {
 	// While paused, the newer end stays as it is, however the window got there.
 	if !m.win.newerDone && !m.loadingNewer && !m.paused && m.off+2*l >= m.listLen() {
 		m.loadingNewer = true
-		cmds = append(cmds, m.fetch(loadNewer, PageRequest{Query: m.query, After: m.win.hi, Before: m.upperBefore(), Limit: m.cfg.PageSize}, resetSpec{}, 0))
+		cmds = append(cmds, m.fetch(loadNewer, PageRequest{Query: m.query, After: m.win.hi, Through: m.through(), Limit: m.cfg.PageSize}, resetSpec{}, 0))
 	}
 	return tea.Batch(cmds...)
 }
 
-// upperBefore is the exclusive end of a range's requests; "" while following.
-func (m *Model) upperBefore() string {
-	if m.cfg.Follow || m.upper == "" {
+// through is the inclusive end of a range's requests; "" while following.
+func (m *Model) through() string {
+	if m.cfg.Follow {
 		return ""
 	}
-	c, err := cursor.Parse(m.upper)
-	if err != nil {
-		return ""
-	}
-	return c.Next().String()
+	return m.upper
 }
 
 // fetch asks for a page in the background.
@@ -533,7 +529,7 @@ func (m *Model) resetHead(rs resetSpec) tea.Cmd {
 func (m *Model) resetRange(rs resetSpec, newest bool) tea.Cmd {
 	m.epoch++
 	m.loadingReset, m.loadingOlder, m.loadingNewer = true, false, false
-	req := PageRequest{Query: m.query, After: m.lower, Before: m.upperBefore(), Limit: m.cfg.PageSize, Backward: newest}
+	req := PageRequest{Query: m.query, After: m.lower, Through: m.through(), Limit: m.cfg.PageSize, Backward: newest}
 	rs.forward, rs.selectLast = !newest, newest
 	return m.fetch(loadReset, req, rs, 0)
 }
@@ -801,7 +797,7 @@ func (m *Model) onPage(p pageMsg) tea.Cmd {
 	case loadNewer:
 		m.loadingNewer = false
 		var gap *client.Gap
-		if last := m.win.lastEvent(); last != "" && lostBetween(m.win.hi, p.page.Oldest) {
+		if last := m.win.lastEvent(); last != "" && cursor.Lost(m.win.hi, p.page.Oldest) {
 			gap = &client.Gap{After: m.win.hi, Oldest: p.page.Oldest}
 		}
 		through := ""
@@ -993,7 +989,7 @@ func (m *Model) applyFilter() tea.Cmd {
 		return m.fetch(loadReset, req, rs, 0)
 	}
 	newest := m.cfg.Reverse
-	req := PageRequest{Query: q, After: m.lower, Before: m.upperBefore(), Limit: m.cfg.PageSize, Backward: newest}
+	req := PageRequest{Query: q, After: m.lower, Through: m.through(), Limit: m.cfg.PageSize, Backward: newest}
 	rs.forward, rs.selectLast = !newest, newest
 	return m.fetch(loadReset, req, rs, 0)
 }

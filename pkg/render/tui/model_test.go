@@ -62,25 +62,6 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-func TestLostBetween(t *testing.T) {
-	tm := func(ts int64, seq uint64) string { return cursor.New(ts, seq, cursor.TendermintWidth).String() }
-	for _, c := range []struct {
-		last, oldest string
-		want         bool
-	}{
-		{fakeCursor(3), fakeCursor(4), false}, // an evtctl node's next item
-		{fakeCursor(3), fakeCursor(6), true},
-		{fakeCursor(6), fakeCursor(3), false},
-		{"", fakeCursor(3), false},
-		{tm(100, 5), tm(100, 6), false}, // nothing fits between
-		{tm(100, 5), tm(200, 6), true},  // a Tendermint node's sequence says nothing
-	} {
-		if got := lostBetween(c.last, c.oldest); got != c.want {
-			t.Errorf("lostBetween(%s, %s) = %v", c.last, c.oldest, got)
-		}
-	}
-}
-
 // newTestModel is a model sized for the screen, its Init run.
 func newTestModel(cfg Config) (*Model, tea.Cmd) {
 	m := New(cfg)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // Source is the UI's access to a node: pages of history in either direction, and the head
@@ -27,6 +28,8 @@ type PageRequest struct {
 	Query string
 	// After and Before bound the page, both exclusive; "" is open (the log's start, the head).
 	After, Before string
+	// Through, when Before is "", bounds the page inclusively: a range's last event.
+	Through string
 	// Limit is the most items to return.
 	Limit int
 	// Backward asks for the newest Limit items before Before (paging back in time);
@@ -84,12 +87,44 @@ const noWait = time.Nanosecond
 // it (Tendermint) is walked newest first from the head down to r.After, which costs a
 // request per Limit items between the two.
 func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
-	req := client.Request{Query: r.Query, MaxItems: r.Limit, After: r.After, Before: r.Before, Wait: noWait, Ascending: !r.Backward}
+	before := r.Before
+	if before == "" && r.Through != "" {
+		// On a node that compares cursors by time alone (Tendermint), a bound in time just
+		// past the range's end; what shares its time and comes after it is dropped below.
+		tc, err := cursor.Parse(r.Through)
+		if err != nil {
+			return Page{}, err
+		}
+		before = s.c.BeforeThrough(tc).String()
+	}
+	if err := s.c.CheckQuery(r.Query); err != nil {
+		return Page{}, err
+	}
+	req := client.Request{Query: r.Query, MaxItems: r.Limit, After: r.After, Before: before, Wait: noWait, Ascending: !r.Backward}
 	rep, err := s.c.Events(ctx, req)
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Items: rep.Items, More: rep.More && len(rep.Items) > 0, Oldest: rep.Oldest, Newest: rep.Newest}
+	more := rep.More && len(rep.Items) > 0
+	oldestRead := ""
+	if more {
+		oldestRead = rep.Items[len(rep.Items)-1].Cursor
+	}
+	items, past := through(rep.Items, r.Through, rep.Ascending)
+	for r.Backward && !rep.Ascending && more && len(items) < r.Limit {
+		// Items past the range's end that shared its time were dropped: page on back.
+		req.Before, req.MaxItems = oldestRead, r.Limit-len(items)
+		if rep, err = s.c.Events(ctx, req); err != nil {
+			return Page{}, err
+		}
+		more = rep.More && len(rep.Items) > 0
+		if len(rep.Items) > 0 {
+			oldestRead = rep.Items[len(rep.Items)-1].Cursor
+		}
+		kept, _ := through(rep.Items, r.Through, false)
+		items = append(items, kept...)
+	}
+	p := Page{Items: items, More: more && !past, Oldest: rep.Oldest, Newest: rep.Newest}
 	if rep.Ascending || r.Backward {
 		if !rep.Ascending {
 			slices.Reverse(p.Items)
@@ -97,15 +132,18 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 		return p, nil
 	}
 	// No ascending order: keep the oldest Limit items seen while paging back.
-	items := rep.Items // newest first
-	more, trimmed := p.More, false
+	trimmed := false
 	for more {
-		req.Before, req.Ascending = items[len(items)-1].Cursor, false
+		req.Before, req.Ascending = oldestRead, false
 		rep, err = s.c.Events(ctx, req)
 		if err != nil {
 			return Page{}, err
 		}
-		items = append(items, rep.Items...)
+		if len(rep.Items) > 0 {
+			oldestRead = rep.Items[len(rep.Items)-1].Cursor
+		}
+		kept, _ := through(rep.Items, r.Through, false)
+		items = append(items, kept...)
 		p.Oldest = rep.Oldest
 		more = rep.More && len(rep.Items) > 0
 		if len(items) > 2*r.Limit {
@@ -118,6 +156,27 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 	slices.Reverse(items)
 	p.Items, p.More = items, trimmed
 	return p, nil
+}
+
+// through drops the items after the cursor last ("" keeps all), in a page oldest first
+// (ascending) or newest first; past reports an ascending page that reached beyond it.
+func through(items []client.Item, last string, ascending bool) (kept []client.Item, past bool) {
+	if last == "" {
+		return items, false
+	}
+	if ascending {
+		for i, it := range items {
+			if cursor.CompareText(it.Cursor, last) > 0 {
+				return items[:i], true
+			}
+		}
+		return items, false
+	}
+	i := 0
+	for i < len(items) && cursor.CompareText(items[i].Cursor, last) > 0 {
+		i++
+	}
+	return items[i:], false
 }
 
 // Follow follows the head with client.Stream.

@@ -165,37 +165,5 @@ func countGaps(rows []row) int {
 	return n
 }
 
-// later reports whether cursor a comes after b. Cursors of one log order as strings;
-// ones that do not parse fall back to that order.
-func later(a, b string) bool {
-	if len(a) == len(b) {
-		return a > b // one log's cursors, the usual case
-	}
-	ac, err1 := cursor.Parse(a)
-	bc, err2 := cursor.Parse(b)
-	if err1 != nil || err2 != nil {
-		if len(a) != len(b) {
-			return len(a) > len(b)
-		}
-		return a > b
-	}
-	return ac.After(bc)
-}
-
-// lostBetween reports whether events may have been lost between cursor last (delivered)
-// and oldest (the log's oldest item now): oldest is later, and something fits between.
-// An evtctl node numbers items without holes, so its next item fits nothing between.
-func lostBetween(last, oldest string) bool {
-	lc, err1 := cursor.Parse(last)
-	oc, err2 := cursor.Parse(oldest)
-	if last == "" || oldest == "" || err1 != nil || err2 != nil || !lc.Before(oc) {
-		return false
-	}
-	if p, ok := oc.Prev(); ok && !lc.Before(p) {
-		return false
-	}
-	if lc.Width == cursor.NodeWidth && oc.Width == cursor.NodeWidth && oc.Seq == lc.Seq+1 {
-		return false
-	}
-	return true
-}
+// later reports whether cursor a comes after b.
+func later(a, b string) bool { return cursor.CompareText(a, b) > 0 }

@@ -1,0 +1,123 @@
+package cursor
+
+import (
+	"testing"
+)
+
+func tmc(ts int64, seq uint64) string { return New(ts, seq, TendermintWidth).String() }
+func evc(ts int64, seq uint64) string { return New(ts, seq, NodeWidth).String() }
+
+const t0 = int64(0x18ea61a27c39abd8)
+
+func TestLost(t *testing.T) {
+	max16 := ^uint64(0)
+	for _, tc := range []struct {
+		name         string
+		last, oldest string
+		lost         bool
+	}{
+		{"empty last", "", tmc(t0, 5), false},
+		{"empty oldest", tmc(t0, 5), "", false},
+		{"both empty", "", "", false},
+		{"equal w4", tmc(t0, 5), tmc(t0, 5), false},
+		{"equal w16", evc(t0, 5), evc(t0, 5), false},
+		{"last after oldest w4", tmc(t0+9, 1), tmc(t0, 0xffff), false},
+		{"last after oldest w16", evc(t0, 9), evc(t0, 2), false},
+		{"next item same ts w4", tmc(t0, 5), tmc(t0, 6), false},
+		{"one between same ts w4", tmc(t0, 5), tmc(t0, 7), true},
+		// Tendermint numbers consecutive items consecutively: the next sequence number is
+		// the next item, whatever the time between them (an idle node pruned by age).
+		{"next item later ts w4", tmc(t0, 5), tmc(t0+10_000_000_000, 6), false},
+		{"one missing later ts w4", tmc(t0, 5), tmc(t0+10, 7), true},
+		{"wrap next item w4", tmc(t0, 0xffff), tmc(t0+1, 0), false},
+		{"wrap next item later ts w4", tmc(t0, 0xffff), tmc(t0+2, 0), false},
+		{"wrap one missing w4", tmc(t0, 0xfffe), tmc(t0+1, 0), true},
+		{"a restarted Tendermint node starts again at 0001", tmc(t0, 0x2a), tmc(t0+5, 1), true},
+		{"next item same ts w16", evc(t0, 5), evc(t0, 6), false},
+		{"next item later ts w16", evc(t0, 5), evc(t0+1000, 6), false},
+		{"one missing w16", evc(t0, 5), evc(t0+1000, 7), true},
+		{"far behind w16", evc(t0, 5), evc(t0+1000, 500), true},
+		{"wrap next item w16", evc(t0, max16), evc(t0+1, 0), false},
+		{"a time cursor before the first item w16", evc(t0-1, max16), evc(t0+5, 1), true},
+		{"widths differ", tmc(t0, 5), evc(t0+1, 6), true},
+		{"unparsable, same length, older", "abc", "abd", true},
+		{"unparsable, same length, newer", "abd", "abc", false},
+		{"unparsable, lengths differ", "zz", "abc", false},
+		{"upper case is no cursor", "18EA61A27C39ABD8-0005", "18ea61a27c39abd8-0009", true},
+		{"one unparsable", tmc(t0, 5), "not-a-cursor-at-all!", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Lost(tc.last, tc.oldest); got != tc.lost {
+				t.Fatalf("Lost(%q, %q) = %v, want %v", tc.last, tc.oldest, got, tc.lost)
+			}
+		})
+	}
+}
+
+func TestResumeBefore(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{tmc(t0, 7), tmc(t0-1, 6)},
+		{tmc(t0, 0), tmc(t0-1, 0xffff)},
+		{evc(t0, 100), evc(t0-1, 99)},
+		{evc(t0, 0), evc(t0-1, ^uint64(0))},
+		{tmc(0, 3), tmc(0, 2)},
+		{"", ""},
+	} {
+		in, _ := Parse(tc.in)
+		got := ResumeBefore(in)
+		if got.String() != tc.want {
+			t.Errorf("ResumeBefore(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		if tc.in == "" {
+			continue
+		}
+		// Resuming there reads c next (a node comparing by time alone included) and
+		// reports nothing lost before it.
+		if !got.Before(in) || got.TS >= in.TS && in.TS > 0 {
+			t.Errorf("ResumeBefore(%s) = %s is not an earlier time bound", tc.in, got)
+		}
+		if Lost(got.String(), tc.in) {
+			t.Errorf("resuming before %s reports a loss", tc.in)
+		}
+	}
+}
+
+func TestTimeBoundAfter(t *testing.T) {
+	for _, in := range []string{tmc(t0, 7), tmc(t0, 0xffff), evc(t0, 3), evc(t0, ^uint64(0))} {
+		c, _ := Parse(in)
+		b := TimeBoundAfter(c)
+		if b.TS != c.TS+1 || b.Seq != 0 || b.Width != c.Width || !c.Before(b) {
+			t.Errorf("TimeBoundAfter(%s) = %s", in, b)
+		}
+	}
+}
+
+func TestCompareTextAndLater(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", tmc(t0, 1), -1},
+		{tmc(t0, 1), "", 1},
+		{"", "", 0},
+		{tmc(t0, 1), tmc(t0, 2), -1},
+		{tmc(t0+1, 0), tmc(t0, 0xffff), 1},
+		{evc(t0, 9), evc(t0, 9), 0},
+		{"abc", "abd", -1},
+		{"abcd", "abd", 1},
+	} {
+		if got := CompareText(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareText(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+		if got := CompareText(tc.b, tc.a); got != -tc.want {
+			t.Errorf("CompareText(%q, %q) = %d, want %d", tc.b, tc.a, got, -tc.want)
+		}
+		want := tc.a
+		if tc.want < 0 {
+			want = tc.b
+		}
+		if got := Later(tc.a, tc.b); got != want {
+			t.Errorf("Later(%q, %q) = %q, want %q", tc.a, tc.b, got, want)
+		}
+	}
+}
