@@ -151,6 +151,9 @@ func (o *queryOptions) addFlags(f *pflag.FlagSet) {
 // build combines --type and --query and checks the result, pointing at a syntax error.
 func (o *queryOptions) build() (string, error) {
 	q := strings.TrimSpace(o.Query)
+	if q == "" && o.Query != "" {
+		return "", usagef("--query holds only spaces; leave it out to select every event")
+	}
 	if o.Type != "" {
 		if strings.Contains(o.Type, "'") {
 			return "", usagef("--type: a pattern cannot contain a single quote")
@@ -171,6 +174,19 @@ func (o *queryOptions) build() (string, error) {
 		}
 	}
 	return q, nil
+}
+
+// refused turns a query the node would not take, found by the client before sending it,
+// into a usage error that points at the offending byte; other errors pass unchanged.
+func (o *queryOptions) refused(err error) error {
+	var qe *client.QueryError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	if o.Type != "" {
+		return usagef("--type needs an evtctl node: this node takes only Tendermint's query language, which has no MATCHES; select a type with -q \"tm.event = 'TYPE'\"")
+	}
+	return usagef("--query: the node takes only Tendermint's query language (no OR, NOT, parentheses or MATCHES): %s", explainSyntax(qe.Query, qe.Err))
 }
 
 // explainSyntax shows a query error with a caret under the offending byte.

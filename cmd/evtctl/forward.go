@@ -384,7 +384,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return err
+	return opts.query.refused(err)
 }
 
 // startAt applies --from to the stream options.

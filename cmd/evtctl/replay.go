@@ -24,6 +24,7 @@ type replayOptions struct {
 	Since    string
 	Reverse  bool
 	Limit    int
+	OnGap    string
 	PageSize int
 	RetryFor time.Duration
 
@@ -41,7 +42,11 @@ exit. It does not wait for new events; use tail for that.
 --from and --to each take a cursor, @FILE (the cursor in a checkpoint file, as tail --checkpoint
 writes it), an RFC 3339 time, or a duration back from now (10m). --from is exclusive: a cursor
 there was already seen. --to is inclusive and defaults to the head when the replay starts.
---since is --from with a time or a duration.`,
+--since is --from with a time or a duration.
+
+When --from is a cursor or a checkpoint and the node no longer holds events after it (they
+aged out or were pruned), evtctl says so, naming both cursors; --on-gap decides what happens
+then, as for tail.`,
 		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
   evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
   evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
@@ -52,6 +57,11 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 			}
 			if opts.Limit < 0 {
 				return usagef("--limit must not be negative")
+			}
+			switch opts.OnGap {
+			case "warn", "fail", "ignore":
+			default:
+				return usagef("--on-gap must be warn, fail or ignore, got %q", opts.OnGap)
 			}
 			return runReplay(cmd.Context(), opts)
 		},
@@ -66,6 +76,8 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
+	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events after --from were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
+	choices(f, "on-gap", "warn", "fail", "ignore")
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
@@ -108,6 +120,15 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+		OnGap: func(g client.Gap) error {
+			switch opts.OnGap {
+			case "fail":
+				return gapError(&g)
+			case "warn":
+				warnGap(opts.streams, &g)
+			}
+			return nil
+		},
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {
 			return err
@@ -116,7 +137,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		return nil
 	})
 	prog.done()
-	return streamResult(ctx, err)
+	return streamResult(ctx, opts.query.refused(err))
 }
 
 // progress shows a running count on stderr, only when stderr is a terminal, and a last

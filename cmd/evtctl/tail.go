@@ -236,7 +236,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if ferr := ck.update("", true); ferr != nil && err == nil {
 		err = ferr
 	}
-	return streamResult(ctx, err)
+	return streamResult(ctx, opts.query.refused(err))
 }
 
 // streamResult maps how a stream ended to the command's result.

@@ -1,0 +1,363 @@
+package main
+
+// End-to-end scripts (testdata/tendermint) that run the evtctl binary against a real
+// Tendermint node: the peer a Tendermint user points evtctl at, started from the project's
+// shared peers folder (../shared/peers beside the module). The fake Tendermint node in
+// pkg/client stays for what a real node cannot be made to do (faults, exact timing).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// peersDir is the shared folder of real peers, beside the module's root.
+func peersDir(t testing.TB) string {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "peers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// tendermintNodeScript is the script that starts a real node, or "" with the reason it
+// cannot be used.
+func tendermintNodeScript(t testing.TB) (string, string) {
+	dir := peersDir(t)
+	script := filepath.Join(dir, "tendermint-node")
+	for _, f := range []string{script, filepath.Join(dir, "tendermint")} {
+		if _, err := os.Stat(f); err != nil {
+			return "", fmt.Sprintf("no real Tendermint node: %s is missing (the peers folder ../shared/peers beside the module holds one)", f)
+		}
+	}
+	for _, tool := range []string{"python3", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", "no real Tendermint node: its start script needs " + tool
+		}
+	}
+	return script, ""
+}
+
+func TestTendermintScripts(t *testing.T) {
+	script, why := tendermintNodeScript(t)
+	if script == "" {
+		t.Skip(why)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/tendermint",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
+			env.Setenv("TM_NODE_SCRIPT", script)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"tmnode":       cmdTMNode,
+			"tmtx":         cmdTMTx,
+			"tmsettle":     cmdTMSettle,
+			"tmitems":      cmdTMItems,
+			"tmvar":        cmdTMVar,
+			"tmpred":       cmdTMPred,
+			"cursors":      cmdCursors,
+			"mkcheckpoint": cmdMkCheckpoint,
+			"status":       cmdStatus,
+			"jsonl":        cmdJSONL,
+			"now":          cmdNow,
+			"waitfile":     cmdWaitFile,
+			"sleep":        cmdSleep,
+		},
+	})
+}
+
+// cmdTMNode starts a real Tendermint node on free loopback ports with its home in $WORK/tm,
+// sets TM to its RPC URL and points EVTCTL_NODE at it; the node is stopped when the script
+// ends.
+//
+//	tmnode [KEY=VALUE ...]   (settings by name, e.g. event-log-max-items=20)
+func cmdTMNode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! tmnode")
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(ts.Getenv("TM_NODE_SCRIPT"), append([]string{ts.MkAbs("tm")}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, ts.Stderr()
+	ts.Check(cmd.Run())
+	lines := strings.Fields(out.String())
+	if len(lines) != 2 {
+		ts.Fatalf("tmnode: want the URL and the PID, got %q", out.String())
+	}
+	pid, err := strconv.Atoi(lines[1])
+	ts.Check(err)
+	ts.Defer(func() {
+		p, err := os.FindProcess(pid)
+		if err != nil {
+			return
+		}
+		_ = p.Signal(syscall.SIGTERM)
+		for i := 0; i < 100 && p.Signal(syscall.Signal(0)) == nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = p.Kill()
+	})
+	ts.Setenv("TM", lines[0])
+	ts.Setenv("EVTCTL_NODE", lines[0])
+}
+
+var tmTxSeq atomic.Int64
+
+// cmdTMTx commits N transactions, one block each (broadcast_tx_commit).
+//
+//	tmtx [N]
+func cmdTMTx(ts *testscript.TestScript, neg bool, args []string) {
+	n := 1
+	if len(args) == 1 {
+		var err error
+		n, err = strconv.Atoi(args[0])
+		ts.Check(err)
+	}
+	for range n {
+		tx := fmt.Sprintf(`"k%d=v%d"`, tmTxSeq.Add(1), time.Now().UnixNano())
+		resp, err := http.Get(ts.Getenv("TM") + "/broadcast_tx_commit?tx=" + url.QueryEscape(tx))
+		ts.Check(err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || gjson.GetBytes(body, "error").Exists() || gjson.GetBytes(body, "result.tx_result.code").Int() != 0 {
+			ts.Fatalf("tmtx: %s", body)
+		}
+	}
+}
+
+// tmCall calls the events method of the node at TM.
+func tmCall(ts *testscript.TestScript, params map[string]any) gjson.Result {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "events", "params": params})
+	ts.Check(err)
+	resp, err := http.Post(ts.Getenv("TM"), "application/json", bytes.NewReader(body))
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	r := gjson.ParseBytes(b)
+	if r.Get("error").Exists() {
+		ts.Fatalf("events %s: %s", body, b)
+	}
+	return r.Get("result")
+}
+
+// afterAll is a `before` cursor past every real one: the node answers at once.
+const afterAll = "7fffffffffffffff-ffff"
+
+// cmdTMSettle waits until the node's newest item has stayed the same for 1.5 s: with
+// create-empty-blocks=false the node is then idle until the next transaction.
+//
+//	tmsettle
+func cmdTMSettle(ts *testscript.TestScript, neg bool, args []string) {
+	deadline := time.Now().Add(30 * time.Second)
+	last, since := "", time.Now()
+	for time.Now().Before(deadline) {
+		newest := tmCall(ts, map[string]any{"maxItems": 1, "before": afterAll}).Get("newest").String()
+		if newest != last {
+			last, since = newest, time.Now()
+		} else if newest != "" && time.Since(since) > 1500*time.Millisecond {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("tmsettle: the node did not go idle")
+}
+
+// tmItems pages through the node's whole log by raw JSON-RPC, newest first with `before`
+// until `more` is false, and returns the cursors oldest first.
+func tmItems(ts *testscript.TestScript, query string) []string {
+	var out []string
+	before := afterAll
+	for {
+		p := map[string]any{"maxItems": 100, "before": before}
+		if query != "" {
+			p["filter"] = map[string]any{"query": query}
+		}
+		r := tmCall(ts, p)
+		items := r.Get("items").Array()
+		for _, it := range items {
+			out = append(out, it.Get("cursor").String())
+		}
+		if !r.Get("more").Bool() || len(items) == 0 {
+			break
+		}
+		before = items[len(items)-1].Get("cursor").String()
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// span picks items I to J (1-based, inclusive; negative counts from the newest).
+func span(ts *testscript.TestScript, all []string, from, to string) []string {
+	idx := func(s string) int {
+		i, err := strconv.Atoi(s)
+		ts.Check(err)
+		if i < 0 {
+			i = len(all) + 1 + i
+		}
+		if i < 1 || i > len(all) {
+			ts.Fatalf("item %s: the log holds %d", s, len(all))
+		}
+		return i
+	}
+	i, j := 1, len(all)
+	if from != "" {
+		i = idx(from)
+	}
+	if to != "" {
+		j = idx(to)
+	}
+	return all[i-1 : j]
+}
+
+// cmdTMItems writes the cursors of the node's log to FILE, oldest first, as found by raw
+// JSON-RPC paging; -from and -to pick items by position (1-based, inclusive, negative
+// from the newest), -query filters.
+//
+//	tmitems [-from I] [-to J] [-query Q] FILE
+func cmdTMItems(ts *testscript.TestScript, neg bool, args []string) {
+	var from, to, query string
+	for len(args) > 1 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-from":
+			from = args[1]
+		case "-to":
+			to = args[1]
+		case "-query":
+			query = args[1]
+		default:
+			ts.Fatalf("tmitems: unknown flag %s", args[0])
+		}
+		args = args[2:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: tmitems [-from I] [-to J] [-query Q] FILE")
+	}
+	items := span(ts, tmItems(ts, query), from, to)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(lines(items)), 0o644))
+}
+
+// cmdTMVar sets NAME to the cursor of item I of the node's log (1-based, negative from the
+// newest), or with -time to its time in RFC 3339.
+//
+//	tmvar [-time] NAME I
+func cmdTMVar(ts *testscript.TestScript, neg bool, args []string) {
+	asTime := len(args) > 0 && args[0] == "-time"
+	if asTime {
+		args = args[1:]
+	}
+	if len(args) != 2 {
+		ts.Fatalf("usage: tmvar [-time] NAME I")
+	}
+	c := span(ts, tmItems(ts, ""), args[1], args[1])[0]
+	if asTime {
+		cc, err := cursor.Parse(c)
+		ts.Check(err)
+		c = cc.Time().UTC().Format(time.RFC3339Nano)
+	}
+	ts.Setenv(args[0], c)
+}
+
+// cmdTMPred sets NAME to the cursor in FILE (one per line) of the item right before the
+// node's oldest item now: a reader that stopped there has lost nothing.
+//
+//	tmpred NAME FILE
+func cmdTMPred(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: tmpred NAME FILE")
+	}
+	oldest, err := cursor.Parse(tmCall(ts, map[string]any{"maxItems": 1, "before": afterAll}).Get("oldest").String())
+	ts.Check(err)
+	for _, c := range strings.Fields(ts.ReadFile(args[1])) {
+		cc, err := cursor.Parse(c)
+		ts.Check(err)
+		if oldest.Follows(cc) {
+			ts.Setenv(args[0], c)
+			return
+		}
+	}
+	ts.Fatalf("tmpred: no cursor in %s comes right before the oldest item %s", args[1], oldest)
+}
+
+// cmdCursors writes the cursors of the last command's stdout (JSON lines) to FILE, one per
+// line; -append adds them to what FILE holds.
+//
+//	cursors [-append] FILE
+func cmdCursors(ts *testscript.TestScript, neg bool, args []string) {
+	appendTo := len(args) > 0 && args[0] == "-append"
+	if appendTo {
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: cursors [-append] FILE")
+	}
+	var cs []string
+	sc := bufio.NewScanner(strings.NewReader(ts.ReadFile("stdout")))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		c := gjson.Get(sc.Text(), "cursor")
+		if !c.Exists() {
+			ts.Fatalf("cursors: a line without a cursor: %q", sc.Text())
+		}
+		cs = append(cs, c.String())
+	}
+	text := lines(cs)
+	if appendTo {
+		if old, err := os.ReadFile(ts.MkAbs(args[0])); err == nil {
+			text = string(old) + text
+		}
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(text), 0o644))
+}
+
+// cmdMkCheckpoint writes a checkpoint file holding CURSOR, as tail --checkpoint does.
+//
+//	mkcheckpoint FILE CURSOR
+func cmdMkCheckpoint(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: mkcheckpoint FILE CURSOR")
+	}
+	ts.Check(cursor.SaveCheckpoint(ts.MkAbs(args[0]), cursor.Checkpoint{Cursor: args[1], Node: ts.Getenv("TM"), Updated: time.Now().UTC()}))
+}
+
+func lines(ss []string) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	return strings.Join(ss, "\n") + "\n"
+}
+
+// cmdSleep pauses the script, for traffic spaced in time.
+//
+//	sleep DURATION
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
