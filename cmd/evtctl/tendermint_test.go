@@ -78,6 +78,7 @@ func TestTendermintScripts(t *testing.T) {
 			"tmsettle":     cmdTMSettle,
 			"tmitems":      cmdTMItems,
 			"tmvar":        cmdTMVar,
+			"tmcount":      cmdTMCount,
 			"tmpred":       cmdTMPred,
 			"cursors":      cmdCursors,
 			"mkcheckpoint": cmdMkCheckpoint,
@@ -258,6 +259,16 @@ func cmdTMItems(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	items := span(ts, tmItems(ts, query), from, to)
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(lines(items)), 0o644))
+}
+
+// cmdTMCount sets NAME to the number of items the node holds, by raw JSON-RPC paging.
+//
+//	tmcount NAME
+func cmdTMCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: tmcount NAME")
+	}
+	ts.Setenv(args[0], strconv.Itoa(len(tmItems(ts, ""))))
 }
 
 // cmdTMVar sets NAME to the cursor of item I of the node's log (1-based, negative from the
