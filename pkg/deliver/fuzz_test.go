@@ -1,10 +1,12 @@
 package deliver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/evtctl/evtctl/pkg/cevent"
 )
@@ -31,10 +33,14 @@ func FuzzEncodeHeaderValue(f *testing.F) {
 			t.Fatalf("PathUnescape(EncodeHeaderValue(%q) = %q) = %q, %v", s, enc, dec, err)
 		}
 		// The node decodes the value of a ce- header back to s, whenever s
-		// is a valid CloudEvents String.
+		// is a valid id (as the structured decoder judges it).
+		js, _ := json.Marshal(map[string]string{"specversion": "1.0", "id": s, "source": "/s", "type": "t"})
+		if _, err := cevent.DecodeStructured(js, cevent.Limits{}); err != nil || !utf8.ValidString(s) {
+			return
+		}
 		h := http.Header{"Ce-Specversion": {"1.0"}, "Ce-Id": {enc}, "Ce-Source": {"/s"}, "Ce-Type": {"t"}}
-		if ev, err := cevent.DecodeBinary(h, nil, cevent.Limits{}); err == nil && ev.ID != s {
-			t.Fatalf("node decoded %q as id %q, want %q", enc, ev.ID, s)
+		if ev, err := cevent.DecodeBinary(h, nil, cevent.Limits{}); err != nil || ev.ID != s {
+			t.Fatalf("node decoded %q as id %q (%v), want %q", enc, ev.ID, err, s)
 		}
 	})
 }
