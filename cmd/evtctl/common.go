@@ -14,6 +14,7 @@ import (
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/config"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/deliver"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
@@ -267,4 +268,28 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 		return client.Position{Time: now.Add(-d)}, nil
 	}
 	return client.Position{}, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
+}
+
+// headerEncodingOption is --header-encoding, which emit and forward share.
+type headerEncodingOption struct {
+	value string
+	flags *pflag.FlagSet
+}
+
+func (o *headerEncodingOption) addFlag(f *pflag.FlagSet) {
+	o.flags = f
+	f.StringVar(&o.value, "header-encoding", "percent", "how binary mode writes ce- header values: percent (as the HTTP binding requires; for evtctl nodes and receivers that follow the binding) or raw (for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them)")
+	choices(f, "header-encoding", "percent", "raw")
+}
+
+// get checks the flag against the content mode and returns the encoding.
+func (o *headerEncodingOption) get(mode string) (deliver.HeaderEncoding, error) {
+	enc, err := deliver.ParseHeaderEncoding(o.value)
+	if err != nil {
+		return 0, usagef("--header-encoding must be percent or raw, got %q", o.value)
+	}
+	if o.flags != nil && o.flags.Changed("header-encoding") && mode != "binary" {
+		return 0, usagef("--header-encoding applies to binary mode; it does not go with --mode %s", mode)
+	}
+	return enc, nil
 }

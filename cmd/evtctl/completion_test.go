@@ -81,6 +81,8 @@ func TestCompleteChoices(t *testing.T) {
 		{[]string{"tail", "-o", "p"}, []string{"pretty"}},
 		{[]string{"replay", "--output", ""}, []string{"jsonl", "pretty", "ce", "data", "template"}},
 		{[]string{"emit", "--mode", "b"}, []string{"binary", "batch"}},
+		{[]string{"emit", "--header-encoding", ""}, []string{"percent", "raw"}},
+		{[]string{"forward", "--header-encoding", "r"}, []string{"raw"}},
 		{[]string{"context", "list", "-o", ""}, []string{"table", "json"}},
 		{[]string{"lint", "-o", "j"}, []string{"json"}},
 	} {

@@ -42,6 +42,7 @@ type emitOptions struct {
 	DataContentType string
 	Ext             []string
 	Mode            string
+	HeaderEncoding  headerEncodingOption
 	BatchSize       int
 	Headers         []string
 	Count           int
@@ -75,7 +76,12 @@ Templates in --type, --source, --id, --subject, --data and --ext values see {{.S
 and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
 
 Events go in structured mode by default, which keeps the types of extensions (minorversion
-an integer, pii a boolean); binary mode carries every attribute as a string header.
+an integer, pii a boolean); binary mode carries every attribute as a string header,
+percent-encoded as the HTTP binding requires. Receivers built on the CloudEvents Go SDK v2
+and the conformance tool's listener do not decode header values (they would read
+hello%20world): send them structured mode, or binary mode with --header-encoding raw, which
+sends values as they are and refuses a value that cannot go in a header unencoded (non-ASCII,
+a control character, a space at either end).
 
 Delivery: transport errors and 5xx are retried with backoff; 429 and 503 honour Retry-After;
 any other 4xx is not retried and the receiver's reason is printed; 410 Gone stops. With
@@ -108,6 +114,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
 	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
 	choices(f, "mode", "structured", "binary", "batch")
+	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
@@ -149,6 +156,9 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	if o.Count < 0 || o.Rate < 0 {
 		return usagef("--count and --rate must not be negative")
 	}
+	if _, err := o.HeaderEncoding.get(o.Mode); err != nil {
+		return err
+	}
 	if o.To != "" && cmd.Flags().Changed("node") {
 		return usagef("--to and --node choose the target: give one")
 	}
@@ -163,7 +173,7 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 		default:
 			return usagef("--signal-format must be form, json or get, got %q", o.SignalFormat)
 		}
-		for _, f := range []string{"to", "node", "mode", "batch-size", "spool", "flush", "file", "concurrency"} {
+		for _, f := range []string{"to", "node", "mode", "header-encoding", "batch-size", "spool", "flush", "file", "concurrency"} {
 			if cmd.Flags().Changed(f) {
 				return usagef("--signal sends signals made from the flags; --%s does not apply", f)
 			}
@@ -232,8 +242,12 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
+	enc, err := o.HeaderEncoding.get(o.Mode)
+	if err != nil {
+		return nil, err
+	}
 	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
+		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
 		OnRetry: func(attempt int, delay time.Duration, err error) {
 			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)

@@ -28,27 +28,28 @@ type forwardOptions struct {
 	node    nodeOptions
 	query   queryOptions
 
-	To            string
-	From          string
-	Checkpoint    string
-	State         string
-	DeadLetter    string
-	Mode          string
-	Concurrency   int
-	Ordered       bool
-	Timeout       time.Duration
-	RetryDelays   string
-	MaxAttempts   int
-	MaxPending    int
-	Secret        string
-	Headers       []string
-	Output        string
-	Sync          string
-	UntilCaughtUp bool
-	OnGap         string
-	PageSize      int
-	Wait          time.Duration
-	RetryFor      time.Duration
+	To             string
+	From           string
+	Checkpoint     string
+	State          string
+	DeadLetter     string
+	Mode           string
+	HeaderEncoding headerEncodingOption
+	Concurrency    int
+	Ordered        bool
+	Timeout        time.Duration
+	RetryDelays    string
+	MaxAttempts    int
+	MaxPending     int
+	Secret         string
+	Headers        []string
+	Output         string
+	Sync           string
+	UntilCaughtUp  bool
+	OnGap          string
+	PageSize       int
+	Wait           time.Duration
+	RetryFor       time.Duration
 
 	now func() time.Time
 }
@@ -78,6 +79,12 @@ is on disk before its delivery slot is freed: after a crash or kill -9, the only
 again are those whose delivery was in flight (at most --concurrency). Each request carries the
 event's id (ce-id, or webhook-id when signing), so the receiver can drop repeats.
 
+Binary mode percent-encodes ce- header values as the HTTP binding requires. Receivers built
+on the CloudEvents Go SDK v2 and the conformance tool's listener do not decode them (they
+would read hello%20world): use --mode structured, or --header-encoding raw, which sends values
+as they are and dead-letters an event with a value that cannot go in a header unencoded
+(non-ASCII, a control character, a space at either end).
+
 State: DIR (default FILE.state) holds the retry journal, the 410 record and a lock; the
 checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.`,
 		Example: `  evtctl forward --to http://localhost:8080/hook --checkpoint hook.json
@@ -102,6 +109,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
 	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
 	f.StringVar(&opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: binary or structured")
+	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "deliveries in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Ordered, "ordered", false, "deliver strictly in log order, one at a time, waiting for a failing event's retries")
 	f.DurationVar(&opts.Timeout, "timeout", forward.DefaultTimeout, "time limit for one attempt, the reply included")
@@ -132,6 +140,9 @@ func (o *forwardOptions) validate(cmd *cobra.Command) error {
 	case "binary", "structured":
 	default:
 		return usagef("--mode must be binary or structured, got %q", o.Mode)
+	}
+	if _, err := o.HeaderEncoding.get(o.Mode); err != nil {
+		return err
 	}
 	switch o.Output {
 	case "", "jsonl":
@@ -191,6 +202,9 @@ func (o *forwardOptions) target() (forward.Target, error) {
 	t := forward.Target{URL: u, Mode: deliver.Binary, Timeout: o.Timeout, UserAgent: "evtctl/" + versionString()}
 	if o.Mode == "structured" {
 		t.Mode = deliver.Structured
+	}
+	if t.HeaderEncoding, err = o.HeaderEncoding.get(o.Mode); err != nil {
+		return forward.Target{}, err
 	}
 	if len(o.Headers) > 0 {
 		t.Header = http.Header{}

@@ -86,6 +86,30 @@ func BenchmarkDecodeBinary(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
+// BenchmarkDecodeBinaryEncoded is BenchmarkDecodeBinary with header values
+// that need decoding: percent-escapes and a quoted-string.
+func BenchmarkDecodeBinaryEncoded(b *testing.B) {
+	h := http.Header{}
+	h.Set("Ce-Specversion", "1.0")
+	h.Set("Ce-Id", "b3b3981e-7544-11ea-b663-acde48001122")
+	h.Set("Ce-Source", "openedx/lms/web")
+	h.Set("Ce-Type", "org.openedx.learning.student.registration.completed.v1")
+	h.Set("Ce-Time", "2020-02-23T09:43:18.123456Z")
+	h.Set("Ce-Subject", "course-v1%3AedX%2BDemoX%2BDemo%20Course%20%E2%80%94%20%C3%A9t%C3%A9")
+	h.Set("Ce-Sourcehost", `"lms-1.example.com"`)
+	h.Set("Content-Type", "application/json")
+	body := []byte(`{"user":{"id":1234,"is_active":true},"mode":"audit"}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	for b.Loop() {
+		if _, err := DecodeBinary(h, body, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkReferenceJSONValid measures encoding/json's json.Valid on the
 // same batch, as a yardstick for BenchmarkDecodeBatch on a given machine.
 func BenchmarkReferenceJSONValid(b *testing.B) {

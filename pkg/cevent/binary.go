@@ -3,7 +3,6 @@ package cevent
 import (
 	"cmp"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -46,18 +45,35 @@ func asciiLower(s string) string {
 }
 
 // DecodeBinary decodes an event in the HTTP binary content mode: attributes
-// in ce- headers (names case-insensitive, values percent-decoded after
-// removing any RFC 7230 quoted-string quoting), datacontenttype in
-// Content-Type, and the body as the data.
+// in ce- headers (names case-insensitive), datacontenttype in Content-Type,
+// and the body as the data.
+//
+// A header value is read as the HTTP binding asks, and as generously as can
+// be done without losing a byte, because common senders (sdk-go, the
+// conformance tool) put values in headers unencoded:
+//
+//   - a value that is exactly one RFC 7230 quoted-string is unquoted (a
+//     quoted-pair \x stands for x); quotes anywhere else are kept;
+//   - then each %XX with two hex digits is percent-decoded, and a '%' that
+//     does not start such an escape is kept;
+//   - if the result is not a valid value for its attribute (not UTF-8, a
+//     control character, a source or dataschema that is no longer a URI,
+//     an empty id, ...) but the value exactly as received is, the value as
+//     received is stored.
+//
+// A value such as a%20b is ambiguous (a%20b from a sender that does not
+// encode, a b from one that does); it is decoded, as the binding says.
 //
 // The body becomes the stored event's data as follows:
 //
 //   - empty body: no data member;
 //   - JSON Content-Type (*/json or */*+json): the body must be valid JSON and
-//     is embedded as a JSON value in data;
-//   - text/* with no charset or a UTF-8 one, when the body is valid UTF-8: a
-//     JSON string in data;
-//   - no Content-Type: the body is embedded as a JSON value if it is valid
+//     is embedded in data byte for byte, whitespace included, so the stored
+//     event holds the body exactly (and is not compact);
+//   - a textual Content-Type (text/*, application/xml or */*+xml) with no
+//     charset or a UTF-8 one, when the body is valid UTF-8: a JSON string in
+//     data;
+//   - no Content-Type: the body is embedded as for JSON if it is valid
 //     JSON (the JSON format reads an event without datacontenttype as
 //     application/json), otherwise it goes to data_base64;
 //   - anything else: data_base64.
@@ -104,6 +120,7 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 
 	var (
 		attrs [kDataschema + 1]string
+		raws  [kDataschema + 1]string // the values as received
 		set   [kDataschema + 1]bool
 		exts  []ceHeader
 		size  = 64 + len(ct) + len(body)*4/3
@@ -122,13 +139,14 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		case hd.name == "data" || !validAttrName(hd.name):
 			return Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
 		}
-		v, err := decodeHeaderValue(hd.value)
-		if err != nil {
-			return Event{}, invalid("header %s: %s", hd.key, err)
-		}
+		v := decodeHeaderValue(hd.value)
 		if err := checkString(hd.name, v); err != nil {
-			return Event{}, err
+			if v == hd.value || checkString(hd.name, hd.value) != nil {
+				return Event{}, err
+			}
+			v = hd.value // decoding made it invalid: the sender did not encode
 		}
+		raw := hd.value
 		hd.value = v
 		size += len(hd.name) + 2*len(v) + 6
 		kind := classify([]byte(hd.name))
@@ -136,7 +154,7 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 			exts = append(exts, *hd)
 			continue
 		}
-		attrs[kind], set[kind] = v, true
+		attrs[kind], raws[kind], set[kind] = v, raw, true
 	}
 
 	// Validate in the same order as the structured decoder.
@@ -151,27 +169,30 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 			return Event{}, invalid("missing required attribute %q (header ce-%s)", kindName[k], kindName[k])
 		}
 	}
+	check := func(k int, f func(string) *Error) *Error {
+		v, err := asReceived(kindName[k], attrs[k], raws[k], f)
+		attrs[k] = v
+		return err
+	}
+	if err := check(kID, nonEmpty("id")); err != nil {
+		return Event{}, err
+	}
+	if err := check(kSource, checkSource); err != nil {
+		return Event{}, err
+	}
+	if err := check(kType, nonEmpty("type")); err != nil {
+		return Event{}, err
+	}
 	ev := Event{ID: attrs[kID], Source: attrs[kSource], Type: attrs[kType]}
-	if err := checkNonEmpty("id", ev.ID); err != nil {
-		return Event{}, err
-	}
-	if err := checkSource(ev.Source); err != nil {
-		return Event{}, err
-	}
-	if err := checkNonEmpty("type", ev.Type); err != nil {
-		return Event{}, err
-	}
 	if set[kSubject] {
-		if err := checkNonEmpty("subject", attrs[kSubject]); err != nil {
+		if err := check(kSubject, nonEmpty("subject")); err != nil {
 			return Event{}, err
 		}
 	}
 	if set[kTime] {
-		t, err := parseTime(attrs[kTime])
-		if err != nil {
+		if err := check(kTime, func(s string) (err *Error) { ev.Time, err = parseTime(s); return err }); err != nil {
 			return Event{}, err
 		}
-		ev.Time = t
 	}
 	var ctParams map[string]string
 	if ctCount > 0 {
@@ -184,7 +205,7 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		}
 	}
 	if set[kDataschema] {
-		if err := checkDataschema(attrs[kDataschema]); err != nil {
+		if err := check(kDataschema, checkDataschema); err != nil {
 			return Event{}, err
 		}
 	}
@@ -232,12 +253,33 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	return ev, nil
 }
 
+// asReceived returns v, the decoded value of attribute name, if check
+// accepts it; otherwise raw, the value as received, if that is a different
+// valid string that check accepts; otherwise check's error about v.
+func asReceived(name, v, raw string, check func(string) *Error) (string, *Error) {
+	err := check(v)
+	if err == nil || v == raw {
+		return v, err
+	}
+	if checkString(name, raw) == nil && check(raw) == nil {
+		return raw, nil
+	}
+	return v, err
+}
+
+func nonEmpty(name string) func(string) *Error {
+	return func(v string) *Error { return checkNonEmpty(name, v) }
+}
+
 // appendBinaryData appends the data or data_base64 member for a binary-mode body.
 func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string) ([]byte, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || isJSONMediaType(ct):
 		out = append(out, `,"data":`...)
+		start := len(out)
+		// The scanner validates (writing a compact copy, which is dropped:
+		// the body is stored as it is).
 		s := scanner{in: body, out: out}
 		s.skipWS()
 		err := s.copyValue()
@@ -248,7 +290,7 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 			}
 		}
 		if err == nil {
-			return s.out, nil
+			return append(s.out[:start], body...), nil
 		}
 		if hasCT {
 			return nil, invalid("Content-Type %q declares JSON, but the body is not valid JSON: %s", ct, err.Msg)
@@ -263,8 +305,18 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 	return append(out, '"'), nil
 }
 
+// isTextMediaType reports whether the media type ct (parameters allowed)
+// declares text: text/*, application/xml or */*+xml. These are the types the
+// CloudEvents JSON format's examples and sdk-go's codecs carry as strings.
 func isTextMediaType(ct string) bool {
-	return hasPrefixFold(strings.TrimSpace(ct), "text/")
+	mt, _, _ := strings.Cut(ct, ";")
+	typ, sub, ok := strings.Cut(strings.TrimSpace(mt), "/")
+	if !ok {
+		return false
+	}
+	return equalFold(typ, "text") ||
+		equalFold(typ, "application") && equalFold(sub, "xml") ||
+		len(sub) >= 4 && equalFold(sub[len(sub)-4:], "+xml")
 }
 
 // checkString checks that v is a valid CloudEvents String: valid UTF-8 with
@@ -285,61 +337,79 @@ func checkString(name, v string) *Error {
 	return nil
 }
 
-// decodeHeaderValue undoes the HTTP header encoding of a CloudEvents
-// attribute value: first RFC 7230 quoted-string quoting (with backslash
-// escapes), then one round of percent-decoding. The result must be valid
-// UTF-8.
-func decodeHeaderValue(v string) (string, error) {
-	if strings.IndexByte(v, '"') < 0 && strings.IndexByte(v, '%') < 0 {
-		return v, nil
+// decodeHeaderValue reads a ce- header value as the HTTP binding asks,
+// leniently: a value that is exactly one RFC 7230 quoted-string is unquoted;
+// then each %XX (two hex digits) becomes the byte XX, and a '%' that starts
+// no such escape is kept. The result may not be valid UTF-8.
+func decodeHeaderValue(v string) string {
+	if strings.IndexByte(v, '%') < 0 {
+		if isQuotedString(v) {
+			return unquote(v)
+		}
+		return v
+	}
+	s := v
+	if isQuotedString(s) {
+		s = unquote(s)
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' && i+2 < len(s) {
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if ok1 && ok2 {
+				c = hi<<4 | lo
+				i += 2
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// isQuotedString reports whether v is exactly one RFC 7230 quoted-string:
+// DQUOTE *( qdtext / quoted-pair ) DQUOTE.
+func isQuotedString(v string) bool {
+	n := len(v)
+	if n < 2 || v[0] != '"' || v[n-1] != '"' {
+		return false
+	}
+	for i := 1; i < n-1; i++ {
+		switch c := v[i]; {
+		case c == '\\':
+			i++
+			if i >= n-1 || !isQuotedPairChar(v[i]) {
+				return false
+			}
+		case c == '"' || !isQuotedPairChar(c):
+			return false
+		}
+	}
+	return true
+}
+
+// isQuotedPairChar reports whether c may follow a backslash in a
+// quoted-string: HTAB, SP, VCHAR or obs-text. Apart from '"' and '\' these
+// are also the bytes allowed unescaped (qdtext).
+func isQuotedPairChar(c byte) bool {
+	return c == '\t' || c >= ' ' && c != 0x7f
+}
+
+// unquote returns the content of the quoted-string v, quoted-pairs undone.
+func unquote(v string) string {
+	v = v[1 : len(v)-1]
+	if strings.IndexByte(v, '\\') < 0 {
+		return v
 	}
 	b := make([]byte, 0, len(v))
 	for i := 0; i < len(v); i++ {
-		if v[i] != '"' {
-			b = append(b, v[i])
-			continue
+		if v[i] == '\\' {
+			i++
 		}
-		open := i
-		for i++; ; i++ {
-			if i >= len(v) {
-				return "", fmt.Errorf("unterminated quoted string starting at position %d", open)
-			}
-			c := v[i]
-			if c == '"' {
-				break
-			}
-			if c == '\\' {
-				if i++; i >= len(v) {
-					return "", fmt.Errorf("unterminated quoted string starting at position %d", open)
-				}
-				c = v[i]
-			}
-			b = append(b, c)
-		}
+		b = append(b, v[i])
 	}
-	n := 0
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c == '%' {
-			if i+2 >= len(b) {
-				return "", fmt.Errorf("invalid percent-encoding %q: '%%' must be followed by two hex digits", b[i:])
-			}
-			hi, ok1 := unhex(b[i+1])
-			lo, ok2 := unhex(b[i+2])
-			if !ok1 || !ok2 {
-				return "", fmt.Errorf("invalid percent-encoding %q: '%%' must be followed by two hex digits", b[i:i+3])
-			}
-			c = hi<<4 | lo
-			i += 2
-		}
-		b[n] = c
-		n++
-	}
-	b = b[:n]
-	if !utf8.Valid(b) {
-		return "", fmt.Errorf("the percent-decoded value is not valid UTF-8")
-	}
-	return string(b), nil
+	return string(b)
 }
 
 func unhex(c byte) (byte, bool) {

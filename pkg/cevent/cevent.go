@@ -13,9 +13,11 @@ import (
 
 // Event is one validated CloudEvent, ready to store.
 type Event struct {
-	// JSON is the event in the CloudEvents JSON format: one compact object
-	// (no insignificant whitespace). The events of one batch share a
-	// backing array; each JSON slice has its capacity limited to its length.
+	// JSON is the event in the CloudEvents JSON format: one object with no
+	// insignificant whitespace, except inside the data of a binary-mode
+	// event with a JSON body, which is kept exactly as received. The events
+	// of one batch share a backing array; each JSON slice has its capacity
+	// limited to its length.
 	JSON []byte
 	// ID, Source and Type are the decoded values of the required attributes.
 	ID, Source, Type string

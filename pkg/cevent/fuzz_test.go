@@ -2,8 +2,10 @@ package cevent
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,15 +37,22 @@ func checkRefusal(t *testing.T, err error, statuses ...int) {
 // reads with the same attributes.
 func checkAccepted(t *testing.T, ev Event, lim Limits) {
 	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, ev.JSON); err != nil || !bytes.Equal(buf.Bytes(), ev.JSON) {
+		t.Fatalf("stored JSON is not compact: %q", ev.JSON)
+	}
+	checkAcceptedSpaced(t, ev, lim)
+}
+
+// checkAcceptedSpaced is checkAccepted for binary mode, where a JSON body
+// is stored with its whitespace.
+func checkAcceptedSpaced(t *testing.T, ev Event, lim Limits) {
+	t.Helper()
 	if !json.Valid(ev.JSON) {
 		t.Fatalf("stored invalid JSON %q", ev.JSON)
 	}
 	if len(ev.JSON) > lim.MaxEventBytes {
 		t.Fatalf("stored %d bytes, over the limit %d", len(ev.JSON), lim.MaxEventBytes)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, ev.JSON); err != nil || !bytes.Equal(buf.Bytes(), ev.JSON) {
-		t.Fatalf("stored JSON is not compact: %q", ev.JSON)
 	}
 	again, err := DecodeStructured(ev.JSON, lim)
 	if err != nil {
@@ -123,6 +132,9 @@ func FuzzDecodeBinary(f *testing.F) {
 	f.Add("1.0", "1", "/s", "t", "", "", "", "", "application/octet-stream", []byte{0, 1, 2})
 	f.Add("1.0", "1", "/s", "t", "", "", "", "", "", []byte(`hello`))
 	f.Add("1.0", "1", "/s", "t", "", "", "Dataschema", "https://x/y", "text/csv", []byte("\xff"))
+	f.Add("1.0", "1", "/a%20b", "t", `say "hi" now`, "", "Comexampleextension2", `{"othervalue": 5}`, "application/json", []byte("{\"a\": 1}\n"))
+	f.Add("1.0", `""`, "/s", "t", "100% sure", "", "Ext", "caf%E9 %0A", "application/atom+xml", []byte("<a>\n</a>"))
+	f.Add("1.0", "1", "/s", "t", `"a\"b"`, "", "Ext", `"x" "y"`, "application/xml; charset=latin1", []byte("<a/>"))
 	f.Add("0.3", "", "a b", "", "", "bad", "my_ext", "x", "bad type", []byte(`{`))
 	f.Fuzz(func(t *testing.T, sv, id, source, typ, subject, tm, extName, extValue, ct string, body []byte) {
 		h := http.Header{}
@@ -147,8 +159,76 @@ func FuzzDecodeBinary(f *testing.F) {
 			checkRefusal(t, err, 400, 413)
 			return
 		}
-		checkAccepted(t, ev, fuzzLimits)
+		checkAcceptedSpaced(t, ev, fuzzLimits)
+		var stored map[string]any
+		if err := json.Unmarshal(ev.JSON, &stored); err != nil {
+			t.Fatal(err)
+		}
+		// An attribute is the header value decoded, or the value as received.
+		if name := strings.ToLower(extName); extName != "" && name != "specversion" && name != "id" && name != "source" && name != "type" {
+			got, _ := stored[name].(string)
+			if got != decodeHeaderValue(extValue) && got != extValue {
+				t.Fatalf("header %q stored as %q", extValue, got)
+			}
+			if !strings.Contains(extValue, "%") && !isQuotedString(extValue) && got != extValue {
+				t.Fatalf("header %q needs no decoding, stored as %q", extValue, got)
+			}
+		}
+		// Data is stored without losing a byte.
+		if len(body) > 0 {
+			js := ct == "" || isJSONMediaType(ct)
+			if _, ok := stored["data"]; ok && js && !bytes.HasSuffix(ev.JSON, append(append([]byte(`,"data":`), body...), '}')) {
+				t.Fatalf("JSON body %q stored as %s", body, ev.JSON)
+			}
+			if s, ok := stored["data"].(string); ok && !js && s != string(body) {
+				t.Fatalf("text body %q stored as %q", body, s)
+			}
+			if b64, ok := stored["data_base64"].(string); ok {
+				if d, err := base64.StdEncoding.DecodeString(b64); err != nil || !bytes.Equal(d, body) {
+					t.Fatalf("body %q stored as data_base64 %q", body, b64)
+				}
+			}
+		}
 	})
+}
+
+// FuzzDecodeHeaderValue checks that decodeHeaderValue undoes the binding's
+// percent-encoding and RFC 7230 quoting of any string, and leaves a value
+// that needs neither as it is.
+func FuzzDecodeHeaderValue(f *testing.F) {
+	for _, s := range []string{"", "plain", "a b", `"q"`, `say "hi" now`, "100%", "100% sure", "%20", "%zz", "%4", "%C0%A0", `"a\"b"`, `"a"b"`, `"`, `""`, "é☃", "\x00\x7f\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := decodeHeaderValue(s)
+		if len(got) > len(s) {
+			t.Fatalf("decodeHeaderValue(%q) = %q is longer", s, got)
+		}
+		if !strings.Contains(s, "%") && !isQuotedString(s) && got != s {
+			t.Fatalf("decodeHeaderValue(%q) = %q, want it unchanged", s, got)
+		}
+		enc := percentEncode(s)
+		if got := decodeHeaderValue(enc); got != s {
+			t.Fatalf("decodeHeaderValue(%q) = %q, want %q", enc, got, s)
+		}
+		q := `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(enc) + `"`
+		if got := decodeHeaderValue(q); got != s {
+			t.Fatalf("decodeHeaderValue(%q) = %q, want %q", q, got, s)
+		}
+	})
+}
+
+// percentEncode encodes s as the HTTP binding asks a sender to.
+func percentEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func FuzzFromSignal(f *testing.F) {

@@ -83,6 +83,9 @@ type Options struct {
 	Mode    Mode        // content mode
 	Headers http.Header // extra headers (a Host entry sets the Host); a Content-Type among them is ignored
 	Token   string      // bearer token for Authorization, if any
+	// HeaderEncoding is how Binary mode writes ce- header values; the zero
+	// value is the binding's percent-encoding.
+	HeaderEncoding HeaderEncoding
 	// Client sends the requests; nil means a default client. Its
 	// CheckRedirect is replaced (on a copy) by one that follows at most
 	// MaxRedirects 307/308 redirects and no redirect that would change the
@@ -171,6 +174,11 @@ func New(opts Options) (*Sender, error) {
 	default:
 		return nil, fmt.Errorf("unknown mode %d", opts.Mode)
 	}
+	switch opts.HeaderEncoding {
+	case HeaderPercent, HeaderRaw:
+	default:
+		return nil, fmt.Errorf("unknown header encoding %d", opts.HeaderEncoding)
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -253,7 +261,7 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 		if s.opts.Mode == Structured {
 			h, body = http.Header{"Content-Type": {ContentTypeStructured}}, ev
 		} else {
-			br, err := toBinary(ev)
+			br, err := toBinary(ev, s.opts.HeaderEncoding)
 			if err != nil {
 				return results, fmt.Errorf("event %d: binary mode: %w", i, err)
 			}

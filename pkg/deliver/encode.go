@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
@@ -42,6 +45,60 @@ func needsEscape(c byte) bool {
 	return c < 0x21 || c > 0x7e || c == '"' || c == '%'
 }
 
+// HeaderEncoding is how binary mode writes attribute values into ce- headers.
+type HeaderEncoding int
+
+const (
+	// HeaderPercent percent-encodes values as the CloudEvents HTTP binding
+	// requires (see EncodeHeaderValue). It is the zero value.
+	HeaderPercent HeaderEncoding = iota
+	// HeaderRaw sends values as they are, for receivers that do not
+	// percent-decode ce- headers, such as those built on sdk-go v2. A value
+	// that cannot go in a header as it is (a non-ASCII or control
+	// character, or a space at either end, which HTTP drops) is refused.
+	HeaderRaw
+)
+
+// String returns "percent" or "raw".
+func (e HeaderEncoding) String() string {
+	switch e {
+	case HeaderPercent:
+		return "percent"
+	case HeaderRaw:
+		return "raw"
+	}
+	return "HeaderEncoding(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ParseHeaderEncoding parses "percent" or "raw".
+func ParseHeaderEncoding(s string) (HeaderEncoding, error) {
+	for _, e := range []HeaderEncoding{HeaderPercent, HeaderRaw} {
+		if strings.EqualFold(s, e.String()) {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown header encoding %q: want percent or raw", s)
+}
+
+// headerValue returns the ce- header value for s.
+func (e HeaderEncoding) headerValue(s string) (string, error) {
+	if e != HeaderRaw {
+		return EncodeHeaderValue(s), nil
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			return "", fmt.Errorf("%q has a non-ASCII character, which cannot go in a header unencoded", s)
+		case c < 0x20 || c == 0x7f:
+			return "", fmt.Errorf("%q has a control character, which cannot go in a header unencoded", s)
+		}
+	}
+	if s != "" && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return "", fmt.Errorf("%q begins or ends with a space, which HTTP drops from a header", s)
+	}
+	return s, nil
+}
+
 // binaryRequest is an event split into binary-mode headers and body.
 type binaryRequest struct {
 	header http.Header
@@ -49,9 +106,12 @@ type binaryRequest struct {
 }
 
 // toBinary maps one event in the JSON format to the HTTP binary content
-// mode: every attribute and extension becomes a percent-encoded ce- header,
-// datacontenttype becomes Content-Type, and the data becomes the body.
-func toBinary(event []byte) (binaryRequest, error) {
+// mode: every attribute and extension becomes a ce- header, encoded as enc
+// says, datacontenttype becomes Content-Type, and the data becomes the body.
+// JSON data is sent as the event holds it, whitespace included, so an event
+// an evtctl node stored from a binary-mode request goes out with the body it
+// came with.
+func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(event, &members); err != nil {
 		return binaryRequest{}, fmt.Errorf("decoding the event: %w", err)
@@ -85,7 +145,11 @@ func toBinary(event []byte) (binaryRequest, error) {
 			return binaryRequest{}, fmt.Errorf("attribute %q: %w", name, err)
 		}
 		if ok {
-			h[http.CanonicalHeaderKey("ce-"+name)] = []string{EncodeHeaderValue(v)}
+			hv, err := enc.headerValue(v)
+			if err != nil {
+				return binaryRequest{}, fmt.Errorf("attribute %q: %w; send it percent-encoded or in structured mode", name, err)
+			}
+			h[http.CanonicalHeaderKey("ce-"+name)] = []string{hv}
 		}
 	}
 	var body []byte
@@ -105,7 +169,7 @@ func toBinary(event []byte) (binaryRequest, error) {
 		}
 		body = b
 	case hasData && !isNull(data):
-		body = data
+		body = memberText(event, data)
 		// A JSON string under a non-JSON content type is the data's text.
 		if hasCT && !isJSONMediaType(ct) && data[0] == '"' {
 			var s string
@@ -116,6 +180,35 @@ func toBinary(event []byte) (binaryRequest, error) {
 		}
 	}
 	return binaryRequest{header: h, body: body}, nil
+}
+
+// memberText returns the text of the top-level data member of the JSON
+// object event, whose value is data: the bytes between the colon and the
+// next ',' or '}', whitespace included. If they cannot be found, it returns
+// data.
+func memberText(event []byte, data json.RawMessage) []byte {
+	if bytes.IndexAny(event, " \t\r\n") < 0 {
+		return data // compact: no whitespace to keep
+	}
+	r := gjson.GetBytes(event, "data")
+	start, end := r.Index, r.Index+len(r.Raw)
+	if r.Index <= 0 || end > len(event) || !bytes.Equal(event[start:end], bytes.TrimSpace(data)) {
+		return data
+	}
+	for start > 0 && isSpace(event[start-1]) {
+		start--
+	}
+	for end < len(event) && isSpace(event[end]) {
+		end++
+	}
+	if start == 0 || event[start-1] != ':' || end == len(event) || event[end] != ',' && event[end] != '}' {
+		return data
+	}
+	return event[start:end]
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n'
 }
 
 // attrString returns the header form of an attribute's JSON value: a
@@ -168,13 +261,14 @@ func isJSONMediaType(ct string) bool {
 }
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent
-// in JSON format) in Binary or Structured mode, exactly as Send would make them.
-func Encode(mode Mode, event []byte) (http.Header, []byte, error) {
+// in JSON format) in Binary or Structured mode, exactly as Send would make them; enc
+// applies to Binary mode.
+func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, error) {
 	switch mode {
 	case Structured:
 		return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
 	case Binary:
-		br, err := toBinary(event)
+		br, err := toBinary(event, enc)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -192,6 +192,12 @@ func TestBinaryData(t *testing.T) {
 			"application/vnd.x+json", `"just a string"`},
 		{"no content type", `{"specversion":"1.0","id":"4","source":"/s","type":"t","data":{"a":1}}`, "", `{"a":1}`},
 		{"no data", `{"specversion":"1.0","id":"5","source":"/s","type":"t"}`, "", ""},
+		{"JSON with whitespace", "{\"specversion\":\"1.0\",\"id\":\"7\",\"source\":\"/s\",\"type\":\"t\",\"datacontenttype\":\"application/json\",\"data\":{\"a\": [1,\r\n 2]}\n}",
+			"application/json", "{\"a\": [1,\r\n 2]}\n"},
+		{"JSON data not last", "{\"specversion\":\"1.0\",\"id\":\"8\",\"source\":\"/s\",\"data\": [1, 2]\t,\"type\":\"t\"}",
+			"", " [1, 2]\t"},
+		{"xml", `{"specversion":"1.0","id":"9","source":"/s","type":"t","datacontenttype":"application/xml","data":"<a b=\"c\"/>\n"}`,
+			"application/xml", "<a b=\"c\"/>\n"},
 		{"null data", `{"specversion":"1.0","id":"6","source":"/s","type":"t","subject":null,"data":null}`, "", ""},
 	}
 	for _, c := range cases {

@@ -727,3 +727,31 @@ func TestMaxPendingPausesReading(t *testing.T) {
 		}
 	})
 }
+
+// With raw header encoding, values go out as stored; one that cannot go in a header
+// unencoded is dead-lettered with the reason, and the next event is still delivered.
+func TestRawHeaderEncoding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rc := newReceiver()
+		h := &harness{}
+		opts := h.options(rc)
+		opts.Target.HeaderEncoding = deliver.HeaderRaw
+		dl := filepath.Join(t.TempDir(), "dead.jsonl")
+		opts.DeadLetter = dl
+		src := make(chan Event, 2)
+		src <- Event{Cursor: cursorOf(1), Data: []byte(`{"specversion":"1.0","id":"e1","source":"/s","type":"t","subject":"say \"hi\" 100%","data":{"a": 1}` + "\n}")}
+		src <- Event{Cursor: cursorOf(2), Data: []byte(`{"specversion":"1.0","id":"e2","source":"/s","type":"t","subject":"café"}`)}
+		close(src)
+		if err := forward(t, t.Context(), opts, src); err != nil {
+			t.Fatal(err)
+		}
+		reqs := rc.requests()
+		if len(reqs) != 1 || reqs[0].header.Get("Ce-Subject") != `say "hi" 100%` || reqs[0].body != "{\"a\": 1}\n" {
+			t.Fatalf("receiver saw %+v", reqs)
+		}
+		lines := readDeadLetters(t, dl)
+		if len(lines) != 1 || lines[0].ID != "e2" || !strings.Contains(lines[0].Reason, `attribute "subject"`) || !strings.Contains(lines[0].Reason, "non-ASCII") {
+			t.Errorf("dead letters %+v", lines)
+		}
+	})
+}

@@ -37,6 +37,9 @@ type Target struct {
 	Secret    []byte        // Standard Webhooks signing key; nil: unsigned
 	Timeout   time.Duration // one attempt, the reply included; default DefaultTimeout
 	UserAgent string        // default "evtctl"
+	// HeaderEncoding is how Binary mode writes ce- header values: the binding's
+	// percent-encoding (the default) or raw, for receivers that do not decode them.
+	HeaderEncoding deliver.HeaderEncoding
 	// Client sends the requests; nil means a default one. Its CheckRedirect is replaced, on
 	// a copy, by forward's redirect rules.
 	Client *http.Client
@@ -179,7 +182,7 @@ func isCertError(err error) bool {
 
 // attempt POSTs one event once, within the per-attempt timeout.
 func (s *sender) attempt(ctx context.Context, id string, event []byte) attemptResult {
-	h, body, err := deliver.Encode(s.t.Mode, event)
+	h, body, err := deliver.Encode(s.t.Mode, s.t.HeaderEncoding, event)
 	if err != nil {
 		return attemptResult{Invalid: true, Reason: fmt.Sprintf("cannot be sent in %s mode: %v", s.t.Mode, err)}
 	}
