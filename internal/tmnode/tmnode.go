@@ -99,24 +99,35 @@ func isZombie(stat []byte) bool {
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
+// Broadcast sends a transaction "key=value" with broadcast_tx_async: it returns at once, and
+// the transaction is in one of the next blocks.
+func (n *Node) Broadcast(t testing.TB, tx string) {
+	t.Helper()
+	n.get(t, "/broadcast_tx_async?tx="+url.QueryEscape(strconv.Quote(tx)), `"hash"`)
+}
+
 // Commit sends a transaction "key=value" with broadcast_tx_commit and returns once it is in
-// a block.
+// a block, after those broadcast before it.
 func (n *Node) Commit(t testing.TB, tx string) {
+	t.Helper()
+	n.get(t, "/broadcast_tx_commit?tx="+url.QueryEscape(strconv.Quote(tx)), `"tx_result"`)
+}
+
+func (n *Node) get(t testing.TB, target, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	u := n.URL + "/broadcast_tx_commit?tx=" + url.QueryEscape(strconv.Quote(tx))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+target, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("broadcast_tx_commit: %v", err)
+		t.Fatalf("GET %s: %v", target, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"tx_result"`)) {
-		t.Fatalf("broadcast_tx_commit: HTTP %d %s", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(want)) {
+		t.Fatalf("GET %s: HTTP %d %s", target, resp.StatusCode, b)
 	}
 }
