@@ -28,13 +28,14 @@ const (
 // parentheses, MATCHES, a query of white space alone) that the query uses, saying so, or else
 // the error the node gives for it, in the node's words.
 func CheckTendermint(src string) error {
-	if tendermintParse(src) == nil {
+	tm := tendermintParse(src)
+	if tm == nil {
 		return nil
 	}
 	if ext := extension(src); ext != nil {
 		return ext
 	}
-	return tendermintParse(src)
+	return tm
 }
 
 // extension returns the first of evtctl's additions that src uses, as CheckTendermint reports
