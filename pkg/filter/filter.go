@@ -15,13 +15,15 @@ type Query struct {
 }
 
 // Compile parses a query once; the result is immutable and safe for concurrent use.
-// An empty or all-whitespace query compiles to a Query that matches everything.
+// An empty or all-whitespace query compiles to a Query that matches everything (a Tendermint
+// node refuses one of white space alone: see CheckTendermint).
 //
 // The language is Tendermint's (tag = 'text' | number | TIME t | DATE d; tag < <= > >= with a
 // number, TIME or DATE; tag CONTAINS 'text'; tag EXISTS; conditions joined by AND) with OR,
 // NOT, parentheses and tag MATCHES 'pattern' added. Every query a Tendermint node accepts
 // compiles and means the same here, except that DATE also compares timestamps by their UTC
-// day where Tendermint matches only dates. Errors are *SyntaxError.
+// day where Tendermint matches only dates. Errors are *SyntaxError: for a query that uses none
+// of the additions before the point of the error, the error a Tendermint node gives for it.
 func Compile(src string) (*Query, error) {
 	root, err := parse(src)
 	if err != nil {
@@ -30,8 +32,10 @@ func Compile(src string) (*Query, error) {
 	return &Query{src: src, root: root}, nil
 }
 
-// SyntaxError is the error Compile returns. Its Error text is Tendermint's where Tendermint
-// has one, e.g. "offset 11: got tag, wanted number, timestamp, datestamp or string".
+// SyntaxError is the error of Compile and CheckTendermint. For a query in Tendermint's
+// language its Error text is a Tendermint node's, e.g. "offset 8: EOF" or "offset 11: got tag,
+// wanted number, timestamp, datestamp or string", except that where the node prints a token's
+// number ("got tag, want 6") it names the token ("want AND operator").
 type SyntaxError struct {
 	Offset int    // 0-based byte offset into the query text
 	Msg    string // what was found and what was wanted there

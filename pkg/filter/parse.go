@@ -37,30 +37,51 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	ext   *SyntaxError // the first of evtctl's additions met, as CheckTendermint words it
 }
 
-// parse returns the expression of src, or nil for an empty query.
+func newParser(src string) *parser { return &parser{toks: scan(src)} }
+
+// parse returns the expression of src, or nil for an empty query. An error in a query that
+// uses none of evtctl's additions up to the point of the error is worded as a Tendermint node
+// words it.
 func parse(src string) (expr, *SyntaxError) {
-	p := &parser{toks: scan(src)}
+	p := newParser(src)
+	x, err := p.query()
+	if err != nil && p.ext == nil {
+		if tm := tendermintParse(src); tm != nil {
+			return nil, tm
+		}
+	}
+	return x, err
+}
+
+func (p *parser) query() (expr, *SyntaxError) {
 	if p.peek(0).kind == tokEOF {
 		return nil, nil
 	}
 	x, err := p.or()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		switch t := p.peek(0); t.kind {
+		case tokEOF:
+			return x, nil
+		case tokUnterminated:
+			// Tendermint's parser stops at the first unterminated string after a complete
+			// query and accepts what came before; so must we, to accept every query it does.
+			return x, nil
+		case tokRParen:
+			err = &SyntaxError{Offset: t.pos, Msg: "unmatched right parenthesis"}
+		default:
+			err = unexpected(t, tokAnd, tokOr, tokEOF)
+		}
 	}
-	switch t := p.peek(0); t.kind {
-	case tokEOF:
-		return x, nil
-	case tokUnterminated:
-		// Tendermint's parser stops at the first unterminated string after a complete
-		// query and accepts what came before; so must we, to accept every query it does.
-		return x, nil
-	case tokRParen:
-		return nil, &SyntaxError{Offset: t.pos, Msg: "unmatched right parenthesis"}
-	default:
-		return nil, unexpected(t, tokAnd, tokOr, tokEOF)
+	// A parenthesis where the query goes wrong is one of evtctl's additions too.
+	for _, t := range p.toks {
+		if t.pos == err.Offset && isParen(t.kind) {
+			p.noteExtension(t)
+		}
 	}
+	return nil, err
 }
 
 // peek returns the token n places ahead; the last token repeats for ever.
@@ -83,7 +104,7 @@ func (p *parser) or() (expr, *SyntaxError) {
 	}
 	terms := orExpr{}.add(x)
 	for p.peek(0).kind == tokOr {
-		p.next()
+		p.noteExtension(p.next())
 		y, err := p.and()
 		if err != nil {
 			return nil, err
@@ -114,6 +135,7 @@ func (p *parser) unary() (expr, *SyntaxError) {
 	t := p.peek(0)
 	switch {
 	case t.kind == tokLParen:
+		p.noteExtension(t)
 		if err := p.enter(t); err != nil {
 			return nil, err
 		}
@@ -128,6 +150,7 @@ func (p *parser) unary() (expr, *SyntaxError) {
 		}
 		return x, nil
 	case t.kind == tokNot && !p.peek(1).kind.isOperator():
+		p.noteExtension(t)
 		if err := p.enter(t); err != nil {
 			return nil, err
 		}
@@ -159,7 +182,10 @@ func (p *parser) condition() (expr, *SyntaxError) {
 		operands = eqOperands
 	case tokLt, tokLeq, tokGt, tokGeq:
 		operands = orderOperands
-	case tokContains, tokMatches:
+	case tokContains:
+		operands = textOperands
+	case tokMatches:
+		p.noteExtension(op)
 		operands = textOperands
 	default:
 		err := unexpected(op, operatorKinds...)

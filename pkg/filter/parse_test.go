@@ -114,6 +114,10 @@ const (
 	wantTerm     = "wanted tag, NOT operator or left parenthesis"
 	wantMore     = "wanted AND operator, OR operator or end of input"
 	wantClose    = "wanted AND operator, OR operator or right parenthesis"
+
+	// Tendermint's own words, where evtctl's additions are not in use.
+	tmOperator = "wanted <= operator, >= operator, < operator, > operator, = operator, CONTAINS operator or EXISTS operator"
+	tmMore     = "want AND operator" // Tendermint prints its token number here: "want 6"
 )
 
 // badQueries pairs queries with their error text.
@@ -145,46 +149,54 @@ var badQueries = []struct{ src, want string }{
 	{`tx.date >= TIME 2013+05=03T14:45:00Z`, `offset 11: invalid TIME value: parsing time "2013+05" as "2006-01-02T15:04:05Z07:00": cannot parse "+05" as "-"`},
 	{`a = TIME  2013-05-03T14:45:00Z`, `offset 4: invalid TIME value: parsing time "" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "2006"`},
 	{`DATE EXISTS`, `offset 0: invalid DATE value: parsing time "" as "2006-01-02": cannot parse "" as "2006"`},
-	{`a = TIME`, `offset 4: got tag, ` + wantOperand + ` (TIME must be followed by one space and its value)`},
-	{"a = DATE\t2013-05-03", `offset 4: got tag, ` + wantOperand + ` (DATE must be followed by one space and its value)`},
+	{`a = TIME`, `offset 4: got tag, ` + wantOperand},
+	{"a = DATE\t2013-05-03", `offset 4: got tag, ` + wantOperand},
+	{`x EXISTS OR a = TIME`, `offset 16: got tag, ` + wantOperand + ` (TIME must be followed by one space and its value)`},
+	{"NOT a = DATE\t2013-05-03", `offset 8: got tag, ` + wantOperand + ` (DATE must be followed by one space and its value)`},
 
 	// Unterminated strings, at the opening quote.
-	{`tm.events.type='TIME`, `offset 15: unterminated string, wanted closing quote`},
-	{`a CONTAINS 'x`, `offset 11: unterminated string, wanted closing quote`},
-	{`'abc`, `offset 0: unterminated string, wanted closing quote`},
-	{`a 'x`, `offset 2: unterminated string, wanted closing quote`},
+	{`tm.events.type='TIME`, `offset 15: EOF`},
+	{`a CONTAINS 'x`, `offset 11: EOF`},
+	{`'abc`, `offset 0: EOF`},
+	{`a 'x`, `offset 2: EOF`},
+	{`a = 'x`, `offset 4: EOF`},
+	{`a EXISTS AND 'x`, `offset 13: EOF`},
 	{`a = 5 OR b = 'x`, `offset 13: unterminated string, wanted closing quote`},
 
 	// Missing pieces: Tendermint says only "EOF" here.
-	{`tm.events.type=`, `offset 15: got end of input, ` + wantOperand},
-	{`a CONTAINS `, `offset 11: got end of input, wanted string`},
-	{`a <`, `offset 3: got end of input, ` + wantOrdered},
-	{`NewBlock`, `offset 8: got end of input, ` + wantOperator},
-	{`tm.events.type='NewBlock' AND`, `offset 29: got end of input, ` + wantTerm},
+	{`tm.events.type=`, `offset 15: EOF`},
+	{`a CONTAINS `, `offset 11: EOF`},
+	{`a <`, `offset 3: EOF`},
+	{`NewBlock`, `offset 8: EOF`},
+	{`tm.event`, `offset 8: EOF`},
+	{`tm.events.type='NewBlock' AND`, `offset 29: EOF`},
 	{`a EXISTS OR `, `offset 12: got end of input, ` + wantTerm},
 	{`NOT`, `offset 3: got end of input, ` + wantTerm},
 
 	// Misplaced tokens.
-	{`>==`, `offset 0: got >= operator, ` + wantTerm},
-	{`='NewBlock'`, `offset 0: got = operator, ` + wantTerm},
-	{`'NewBlock'`, `offset 0: got string, ` + wantTerm},
-	{`AND tm.events.type='NewBlock' `, `offset 0: got AND operator, ` + wantTerm},
-	{`OR a EXISTS`, `offset 0: got OR operator, ` + wantTerm},
-	{`x = 1 AND AND`, `offset 10: got AND operator, ` + wantTerm},
-	{`TIME 2013-05-03T14:45:00Z = 5`, `offset 0: got timestamp, ` + wantTerm},
-	{`tm.events.type 'NewBlock' =`, `offset 15: got string, ` + wantOperator},
-	{`tm.events.type'NewBlock'`, `offset 14: got string, ` + wantOperator},
-	{`a AND b EXISTS`, `offset 2: got AND operator, ` + wantOperator},
-	{`a NOT EXISTS`, `offset 2: got NOT operator, ` + wantOperator},
+	{`>==`, `offset 0: got >= operator, wanted tag`},
+	{`='NewBlock'`, `offset 0: got = operator, wanted tag`},
+	{`'NewBlock'`, `offset 0: got string, wanted tag`},
+	{`AND tm.events.type='NewBlock' `, `offset 0: got AND operator, wanted tag`},
+	{`OR a EXISTS`, `offset 3: got tag, ` + tmOperator},
+	{`x = 1 AND AND`, `offset 10: got AND operator, wanted tag`},
+	{`TIME 2013-05-03T14:45:00Z = 5`, `offset 0: got timestamp, wanted tag`},
+	{`tm.events.type 'NewBlock' =`, `offset 15: got string, ` + tmOperator},
+	{`tm.events.type'NewBlock'`, `offset 14: got string, ` + tmOperator},
+	{`a AND b EXISTS`, `offset 2: got AND operator, ` + tmOperator},
+	{`a NOT EXISTS`, `offset 2: got tag, ` + tmOperator},
 	{`a < 'x'`, `offset 4: got string, ` + wantOrdered},
 	{`a MATCHES 5`, `offset 10: got number, wanted string`},
 
 	// Trailing garbage (Tendermint: "got tag, want 6", printing its AND token's number).
-	{`tm.events.type='NewBlock' AN`, `offset 26: got tag, ` + wantMore},
-	{`account.balance=33.22.1`, `offset 21: got tag, ` + wantMore},
-	{`hash=136E18F7E4C348B780CF873A0BF43922E5BAFA63`, `offset 8: got tag, ` + wantMore},
-	{`a EXISTS 5`, `offset 9: got number, ` + wantMore},
-	{`a = 'x' 'y'`, `offset 8: got string, ` + wantMore},
+	{`tm.events.type='NewBlock' AN`, `offset 26: got tag, ` + tmMore},
+	{`account.balance=33.22.1`, `offset 21: got tag, ` + tmMore},
+	{`a = 1.2.3`, `offset 7: got tag, ` + tmMore},
+	{`hash=136E18F7E4C348B780CF873A0BF43922E5BAFA63`, `offset 8: got tag, ` + tmMore},
+	{`a EXISTS 5`, `offset 9: got number, ` + tmMore},
+	{`a EXISTS TIME 2013-05-03T14:45:00`, `offset 9: got invalid token, ` + tmMore},
+	{`a = 'x' 'y'`, `offset 8: got string, ` + tmMore},
+	{`a = 5 NOT`, `offset 6: got tag, ` + tmMore},
 	{`a = 'x' (b EXISTS)`, `offset 8: got left parenthesis, ` + wantMore},
 
 	// Parentheses.
@@ -198,23 +210,29 @@ var badQueries = []struct{ src, want string }{
 	{`NOT )`, `offset 4: got right parenthesis, ` + wantTerm},
 
 	// Characters that start no token.
-	{`account.balance >= -300`, `offset 19: got invalid input "-", ` + wantOrdered},
-	{`&`, `offset 0: got invalid input "&", ` + wantTerm},
-	{`a = 'x' &`, `offset 8: got invalid input "&", ` + wantMore},
-	{`a != 'x'`, `offset 2: got invalid input "!", ` + wantOperator},
-	{`a = "x"`, `offset 4: got invalid input "\"", ` + wantOperand},
-	{"a = \xff", `offset 4: got invalid input "\xff", ` + wantOperand},
-	{"a = 'é' AND b ≠ 'x'", `offset 15: got invalid input "≠", ` + wantOperator},
+	{`account.balance >= -300`, `offset 19: invalid input - at offset 20`},
+	{`&`, `offset 0: invalid input & at offset 1`},
+	{`a = 'x' &`, `offset 8: got invalid token, ` + tmMore},
+	{`a != 'x'`, `offset 2: invalid input ! at offset 3`},
+	{`a = "x"`, `offset 4: invalid input " at offset 5`},
+	{"a = \xff", "offset 4: invalid input \uFFFD at offset 5"},
+	{"a = 'é' AND b ≠ 'x'", `offset 15: invalid input ≠ at offset 18`},
 
-	// Keywords are upper case.
-	{`a EXISTS and b EXISTS`, `offset 9: got tag, ` + wantMore + ` (keywords are upper case: did you mean AND?)`},
-	{`a EXISTS or b EXISTS`, `offset 9: got tag, ` + wantMore + ` (keywords are upper case: did you mean OR?)`},
-	{`a contains 'x'`, `offset 2: got tag, ` + wantOperator + ` (keywords are upper case: did you mean CONTAINS?)`},
-	{`a Exists`, `offset 2: got tag, ` + wantOperator + ` (keywords are upper case: did you mean EXISTS?)`},
-	{`type matches 'a.*'`, `offset 5: got tag, ` + wantOperator + ` (keywords are upper case: did you mean MATCHES?)`},
-	{`not a EXISTS`, `offset 4: got tag, ` + wantOperator + ` (keywords are upper case: did you mean NOT?)`},
-	{`t > time 2013-05-03T14:45:00Z`, `offset 4: got tag, ` + wantOrdered + ` (keywords are upper case: did you mean TIME?)`},
-	{`t = date 2013-05-03`, `offset 4: got tag, ` + wantOperand + ` (keywords are upper case: did you mean DATE?)`},
+	// Keywords are upper case. In Tendermint's language the message is Tendermint's; where
+	// evtctl's additions are in use, a hint says so.
+	{`a EXISTS and b EXISTS`, `offset 9: got tag, ` + tmMore},
+	{`a EXISTS or b EXISTS`, `offset 9: got tag, ` + tmMore},
+	{`a contains 'x'`, `offset 2: got tag, ` + tmOperator},
+	{`not a EXISTS`, `offset 4: got tag, ` + tmOperator},
+	{`t > time 2013-05-03T14:45:00Z`, `offset 4: got tag, ` + wantOrdered},
+	{`x EXISTS OR y EXISTS and b EXISTS`, `offset 21: got tag, ` + wantMore + ` (keywords are upper case: did you mean AND?)`},
+	{`NOT x EXISTS or b EXISTS`, `offset 13: got tag, ` + wantMore + ` (keywords are upper case: did you mean OR?)`},
+	{`(x EXISTS) AND a contains 'x'`, `offset 17: got tag, ` + wantOperator + ` (keywords are upper case: did you mean CONTAINS?)`},
+	{`(a Exists)`, `offset 3: got tag, ` + wantOperator + ` (keywords are upper case: did you mean EXISTS?)`},
+	{`x EXISTS OR type matches 'a.*'`, `offset 17: got tag, ` + wantOperator + ` (keywords are upper case: did you mean MATCHES?)`},
+	{`(not a EXISTS)`, `offset 5: got tag, ` + wantOperator + ` (keywords are upper case: did you mean NOT?)`},
+	{`NOT t > time 2013-05-03T14:45:00Z`, `offset 8: got tag, ` + wantOrdered + ` (keywords are upper case: did you mean TIME?)`},
+	{`NOT t = date 2013-05-03`, `offset 8: got tag, ` + wantOperand + ` (keywords are upper case: did you mean DATE?)`},
 
 	// MATCHES patterns.
 	{`type MATCHES ''`, `offset 13: empty pattern, wanted words separated by dots`},

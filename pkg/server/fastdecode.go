@@ -9,10 +9,11 @@ import (
 // decodeCallFast decodes the request object a long-polling client sends over and over, such
 // as {"jsonrpc":"2.0","id":7,"method":"events","params":{"maxItems":1,"after":"…","waitTime":30000000000}},
 // without reflection. It accepts only a plain subset of JSON (the members jsonrpc, id,
-// method and params, each once; params with maxItems, after, before, waitTime and order,
-// each once; strings without escapes or non-ASCII bytes; whole numbers) and only a valid
-// call, on which it gives what decodeCallSlow gives. On anything else it returns false, and
-// decodeCallSlow decodes the request and words its errors.
+// method and params, each once and spelled so; params with maxItems, after, before, waitTime
+// and order, each once and spelled so; strings without escapes or non-ASCII bytes; whole
+// numbers) and only a valid call with an id, on which it gives what decodeCallSlow gives. On
+// anything else (a notification too) it returns false, and decodeCallSlow decodes the request
+// and words its errors.
 func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
 	d := fastDecoder{b: raw}
 	var id []byte
@@ -23,7 +24,7 @@ func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
 	}
 	for first := true; ; first = false {
 		if d.close('}') {
-			if first || !seen[0] || !seen[2] {
+			if first || !seen[0] || !seen[1] || !seen[2] {
 				return nil, nil, false
 			}
 			break

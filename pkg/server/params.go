@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // eventsParams is the decoded request of the `events` method, in the spelling of a
@@ -30,62 +31,158 @@ func (e *paramError) Error() string { return e.msg }
 
 func badParam(format string, args ...any) error { return &paramError{fmt.Sprintf(format, args...)} }
 
+// positional names the values of a params array, in order.
+var positional = []string{"filter", "maxItems", "after", "before", "waitTime"}
+
+// member is a name and its value in a params object.
+type member struct {
+	name string
+	val  json.RawMessage
+}
+
 // decodeParams reads JSON-RPC params: an object, a positional array
 // [filter, maxItems, after, before, waitTime], or absent (all defaults).
+//
+// An object is read as a Tendermint node reads it (Go's encoding/json into its request
+// struct): a member name matches a parameter exactly or else without regard to case, and the
+// members are applied in order, so that of two for one parameter the last wins, null leaves
+// a parameter as it was (but takes the filter away), and a second filter object adds to the
+// first.
 func decodeParams(raw json.RawMessage) (eventsParams, error) {
 	var p eventsParams
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return p, nil
 	}
+	var ms []member
 	switch raw[0] {
 	case '{':
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
+		var err error
+		if ms, err = objectMembers(raw); err != nil {
 			return p, badParam("params: %v", err)
 		}
-		return p, p.setAll(func(names ...string) (json.RawMessage, string) {
-			for _, n := range names {
-				if v, ok := m[n]; ok {
-					return v, n
-				}
-			}
-			return nil, names[0]
-		})
 	case '[':
 		var a []json.RawMessage
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return p, badParam("params: %v", err)
 		}
-		if len(a) > 5 {
+		if len(a) > len(positional) {
 			return p, badParam("params: at most 5 positional values [filter, maxItems, after, before, waitTime], got %d", len(a))
 		}
-		order := []string{"filter", "maxItems", "after", "before", "waitTime"}
-		return p, p.setAll(func(names ...string) (json.RawMessage, string) {
-			for i, n := range order {
-				if n == names[0] && i < len(a) {
-					return a[i], n
-				}
-			}
-			return nil, names[0]
-		})
+		for i, v := range a {
+			ms = append(ms, member{positional[i], v})
+		}
 	default:
 		return p, badParam("params must be an object such as {\"maxItems\":10} or an array [filter, maxItems, after, before, waitTime]")
 	}
+	return p, p.setAll(ms)
 }
 
-func (p *eventsParams) setAll(get func(names ...string) (json.RawMessage, string)) error {
-	if v, name := get("filter"); isSet(v) {
-		q, err := decodeFilter(v)
-		if err != nil {
-			return badParam("%s: %v", name, err)
-		}
-		p.Query = q
+// objectMembers returns the members of a JSON object in order, names unescaped. It splits
+// the object by hand once it is known to be valid: a json.Decoder walking its tokens costs
+// twice as much.
+func objectMembers(raw []byte) ([]member, error) {
+	if !json.Valid(raw) || raw[0] != '{' {
+		var v map[string]any
+		return nil, json.Unmarshal(raw, &v) // for the decoder's words
 	}
-	if v, name := get("maxItems", "max_results", "max_items"); isSet(v) {
-		n, err := decodeInt(v)
+	// raw is valid JSON and starts with '{': one object, nothing after it.
+	ms := make([]member, 0, 8)
+	for i := 1; ; {
+		i = skipSpace(raw, i)
+		switch raw[i] {
+		case '}':
+			return ms, nil
+		case ',':
+			i = skipSpace(raw, i+1)
+		}
+		end := valueEnd(raw, i)
+		key := raw[i:end]
+		var name string
+		if bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) {
+			name = string(key[1 : len(key)-1])
+		} else if err := json.Unmarshal(key, &name); err != nil {
+			return nil, err
+		}
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		end = valueEnd(raw, i)
+		ms = append(ms, member{name, raw[i:end]})
+		i = end
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the offset just past the JSON value that starts at i of valid JSON.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the object holding a number or a literal
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// pick returns the members that set a parameter, in order: those whose name matches the
+// first of names that any member matches (exactly or without regard to case), so that a
+// Tendermint spelling is preferred to the ADR's.
+func pick(ms []member, names ...string) []member {
+	for _, n := range names {
+		var got []member
+		for _, m := range ms {
+			if strings.EqualFold(m.name, n) {
+				got = append(got, m)
+			}
+		}
+		if got != nil {
+			return got
+		}
+	}
+	return nil
+}
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(v, []byte("null")) }
+
+func (p *eventsParams) setAll(ms []member) error {
+	for _, m := range pick(ms, "filter") {
+		if err := p.setFilter(m.val); err != nil {
+			return badParam("%s: %v", m.name, err)
+		}
+	}
+	for _, m := range pick(ms, "maxItems", "max_results", "max_items") {
+		if isNull(m.val) {
+			continue
+		}
+		n, err := decodeInt(m.val)
 		if err != nil {
-			return badParam("%s: %v", name, err)
+			return badParam("%s: %v", m.name, err)
 		}
 		p.MaxItems = n
 	}
@@ -93,51 +190,63 @@ func (p *eventsParams) setAll(get func(names ...string) (json.RawMessage, string
 		dst  *string
 		name string
 	}{{&p.After, "after"}, {&p.Before, "before"}} {
-		if v, name := get(c.name); isSet(v) {
-			if err := json.Unmarshal(v, c.dst); err != nil {
-				return badParam("%s: want a cursor string, got %s", name, abbreviate(v))
+		for _, m := range pick(ms, c.name) {
+			if isNull(m.val) {
+				continue
+			}
+			if err := json.Unmarshal(m.val, c.dst); err != nil {
+				return badParam("%s: want a cursor string, got %s", m.name, abbreviate(m.val))
 			}
 		}
 	}
-	if v, name := get("waitTime", "wait_time"); isSet(v) {
-		d, err := decodeWait(v)
+	for _, m := range pick(ms, "waitTime", "wait_time") {
+		if isNull(m.val) {
+			continue
+		}
+		d, err := decodeWait(m.val)
 		if err != nil {
-			return badParam("%s: %v", name, err)
+			return badParam("%s: %v", m.name, err)
 		}
 		p.Wait = d
 	}
-	if v, name := get("order"); isSet(v) {
+	for _, m := range pick(ms, "order") {
+		if isNull(m.val) {
+			continue
+		}
 		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return badParam("%s: want \"asc\" or \"desc\", got %s", name, abbreviate(v))
+		if err := json.Unmarshal(m.val, &s); err != nil {
+			return badParam("%s: want \"asc\" or \"desc\", got %s", m.name, abbreviate(m.val))
 		}
 		asc, err := parseOrder(s)
 		if err != nil {
-			return badParam("%s: %v", name, err)
+			return badParam("%s: %v", m.name, err)
 		}
 		p.Ascending = asc
 	}
 	return nil
 }
 
-func isSet(v json.RawMessage) bool { return len(v) > 0 && !bytes.Equal(v, []byte("null")) }
-
-// decodeFilter accepts {"query": "..."} as Tendermint sends it, or a bare query string.
-func decodeFilter(v json.RawMessage) (string, error) {
+// setFilter applies one filter value: {"query": "..."} as Tendermint sends it, which adds to
+// what came before as decoding into the same struct does; a bare query string; or null, which
+// takes the filter away.
+func (p *eventsParams) setFilter(v json.RawMessage) error {
+	if isNull(v) {
+		p.Query = ""
+		return nil
+	}
 	var s string
 	if json.Unmarshal(v, &s) == nil {
-		return s, nil
+		p.Query = s
+		return nil
 	}
-	var f struct {
-		Query *string `json:"query"`
+	f := struct {
+		Query string `json:"query"`
+	}{p.Query}
+	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &f) != nil {
+		return fmt.Errorf("want an object {\"query\": \"...\"}, got %s", abbreviate(v))
 	}
-	if err := json.Unmarshal(v, &f); err != nil {
-		return "", fmt.Errorf("want an object {\"query\": \"...\"}, got %s", abbreviate(v))
-	}
-	if f.Query == nil {
-		return "", nil
-	}
-	return *f.Query, nil
+	p.Query = f.Query
+	return nil
 }
 
 func decodeInt(v json.RawMessage) (int, error) {
@@ -173,19 +282,21 @@ func decodeWait(v json.RawMessage) (time.Duration, error) {
 	return parseWait(s)
 }
 
+// parseWait reads a wait. A negative one is taken as a Tendermint node takes it, for the
+// shortest wait the node allows, which is also its default: here, 0 for the server's default.
 func parseWait(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		if !(f >= 0 && f <= float64(1<<62)) { // also refuses NaN, which ParseFloat accepts
+		if !(f >= -float64(1<<62) && f <= float64(1<<62)) { // also refuses NaN, which ParseFloat accepts
 			return 0, fmt.Errorf("wait of %s nanoseconds is out of range", s)
 		}
-		return time.Duration(f), nil
+		return max(time.Duration(f), 0), nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	if err != nil {
 		return 0, fmt.Errorf("want nanoseconds as a number or a duration such as \"5s\", got %q", s)
 	}
-	return d, nil
+	return max(d, 0), nil
 }
 
 func parseOrder(s string) (bool, error) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -35,6 +36,10 @@ func TestDecodeParams(t *testing.T) {
 		{`{"waitTime":1.5e9}`, eventsParams{Wait: 1500 * time.Millisecond}},
 		{`{"waitTime":" 250ms "}`, eventsParams{Wait: 250 * time.Millisecond}},
 		{`{"waitTime":0}`, eventsParams{}},
+		// A negative wait is the default one, as a Tendermint node takes it.
+		{`{"waitTime":-1}`, eventsParams{}},
+		{`{"waitTime":"-1s"}`, eventsParams{}},
+		{`{"waitTime":-4.6e18}`, eventsParams{}},
 		{`{"order":"asc"}`, eventsParams{Ascending: true}},
 		{`{"order":"Ascending"}`, eventsParams{Ascending: true}},
 		{`{"order":"desc"}`, eventsParams{}},
@@ -43,6 +48,19 @@ func TestDecodeParams(t *testing.T) {
 		{`[{"query":"q = 1"},7,"a","b",1000]`, eventsParams{Query: "q = 1", MaxItems: 7, After: "a", Before: "b", Wait: time.Microsecond}},
 		{`["q = 1"]`, eventsParams{Query: "q = 1"}},
 		{`[null,null,"a"]`, eventsParams{After: "a"}},
+		// Names as a Tendermint node matches them: exactly or without regard to case, in order.
+		{`{"MAXITEMS":3,"WaitTime":5,"AFTER":"a","Before":"b","Order":"asc","Filter":{"Query":"q"}}`,
+			eventsParams{Query: "q", MaxItems: 3, Wait: 5, After: "a", Before: "b", Ascending: true}},
+		{`{"maxItems":2,"maxitems":3}`, eventsParams{MaxItems: 3}},
+		{`{"max_results":2,"MAXITEMS":3,"max_results":4}`, eventsParams{MaxItems: 3}},
+		{`{"maxItems":2,"maxItems":null}`, eventsParams{MaxItems: 2}},
+		{`{"after":"a","AFTER":"b"}`, eventsParams{After: "b"}},
+		{"{\"m\u0061xItems\":4}", eventsParams{MaxItems: 4}},
+		{"{\"m\u0061xItem\u017f\":4}", eventsParams{MaxItems: 4}}, // ſ folds to s, as in encoding/json
+		{`{"filter":{"query":"a"},"filter":{}}`, eventsParams{Query: "a"}},
+		{`{"filter":{"query":"a","QUERY":null}}`, eventsParams{Query: "a"}},
+		{`{"filter":{"query":"a"},"filter":null}`, eventsParams{}},
+		{`{"filter":"a","filter":{"query":"b"}}`, eventsParams{Query: "b"}},
 	} {
 		got, err := decodeParams(json.RawMessage(tc.raw))
 		if err != nil {
@@ -54,7 +72,7 @@ func TestDecodeParams(t *testing.T) {
 	}
 	for _, raw := range []string{
 		`"x"`, `5`, `true`, `{`, `[1`, `{"maxItems":"abc"}`, `{"maxItems":1.5}`, `{"maxItems":1e3}`, `{"maxItems":[]}`,
-		`{"waitTime":true}`, `{"waitTime":-1}`, `{"waitTime":"-1s"}`, `{"waitTime":"NaN"}`, `{"waitTime":"Inf"}`,
+		`{"waitTime":true}`, `{"waitTime":"NaN"}`, `{"waitTime":"Inf"}`, `{"waitTime":-1e300}`, `{"maxitems":"x"}`,
 		`{"waitTime":1e300}`, `{"waitTime":"soon"}`, `{"after":5}`, `{"before":[]}`, `{"filter":7}`,
 		`{"filter":{"query":7}}`, `{"filter":[]}`, `{"order":1}`, `{"order":"up"}`, `[1,2,3,4,5,6]`, `[7]`, `["",{}]`,
 	} {
@@ -82,6 +100,8 @@ func TestParamsFromQuery(t *testing.T) {
 		{`maxItems=%225%22`, eventsParams{MaxItems: 5}},
 		{`after=%22`, eventsParams{After: `"`}},
 		{`order=DESC`, eventsParams{}},
+		{`waitTime=-1&wait_time=-5s`, eventsParams{}},
+		{`maxitems=3`, eventsParams{}}, // as from a Tendermint node, GET names are matched exactly
 	} {
 		q, err := url.ParseQuery(tc.query)
 		if err != nil {
@@ -95,7 +115,7 @@ func TestParamsFromQuery(t *testing.T) {
 			t.Fatalf("paramsFromQuery(%s) = %+v, want %+v", tc.query, got, tc.want)
 		}
 	}
-	for _, query := range []string{`maxItems=x`, `maxItems=1.5`, `waitTime=-1`, `waitTime=NaN`, `wait_time=soon`, `order=up`} {
+	for _, query := range []string{`maxItems=x`, `maxItems=1.5`, `waitTime=NaN`, `wait_time=soon`, `order=up`} {
 		q, _ := url.ParseQuery(query)
 		if p, err := paramsFromQuery(q); err == nil {
 			t.Fatalf("paramsFromQuery(%s) = %+v, want an error", query, p)
@@ -225,6 +245,67 @@ func FuzzParamsFromQuery(f *testing.F) {
 			j, err := decodeParams(encodeParams(p))
 			if err != nil || j != p {
 				t.Fatalf("%q: GET reads %+v, the same as JSON reads %+v, %v", raw, p, j, err)
+			}
+		}
+	})
+}
+
+// membersByDecoder splits a JSON object with encoding/json's token walk.
+func membersByDecoder(raw []byte) ([]member, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := d.Token(); err != nil {
+		return nil, err
+	}
+	var ms []member
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		var m member
+		m.name = t.(string)
+		if err := d.Decode(&m.val); err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// objectMembers splits an object as encoding/json reads it, member for member.
+func FuzzObjectMembers(f *testing.F) {
+	for _, s := range []string{
+		`{}`, ` { } `, `{"a":1}`, `{"a":1,"b":"x","c":null,"d":true,"e":[1,{"f":"}"}],"g":{"h":[]}}`,
+		`{"a\"b":"c\\","\u0061":-1.5e3, "é":"\ud800"}`, "{\"a\xff\":0}", `{"a":"]}\"","b":[[],[]]}`,
+		`{"maxItems":1,"MAXITEMS":2}`, `{"a":1}x`, `{"a":}`, `[1]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '{' {
+			return // decodeParams asks only for what starts as an object
+		}
+		if !json.Valid(raw) {
+			if _, err := objectMembers(raw); err == nil {
+				t.Fatalf("%q: not valid JSON, yet split", raw)
+			}
+			return
+		}
+		got, err := objectMembers(raw)
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		want, err := membersByDecoder(raw)
+		if err != nil {
+			t.Fatalf("%q: the decoder: %v", raw, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d members, want %d", raw, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].name != want[i].name || !bytes.Equal(got[i].val, want[i].val) {
+				t.Fatalf("%q: member %d is %q: %s, want %q: %s", raw, i, got[i].name, got[i].val, want[i].name, want[i].val)
 			}
 		}
 	})

@@ -310,13 +310,22 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
 	defer cancel()
 	out.WriteByte('[')
-	for i, raw := range reqs {
-		if i > 0 {
+	replies := 0
+	for _, raw := range reqs {
+		id, res, rerr, reply := s.call(ctx, raw)
+		if !reply {
+			continue // a notification has no place among the replies
+		}
+		if replies++; replies > 1 {
 			out.WriteByte(',')
 		}
-		id, res, rerr := s.call(ctx, raw)
 		appendRPC(&out, id, res.b, rerr)
 		res.release()
+	}
+	if replies == 0 {
+		// Notifications alone: nothing to answer, as with a single one.
+		w.WriteHeader(http.StatusOK)
+		return
 	}
 	out.WriteByte(']')
 	writeRaw(w, out.Bytes())
@@ -324,7 +333,12 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte
 
 // handleCall answers a single call. It keeps little on its stack: a long-poll waits below it.
 func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, body []byte) {
-	id, res, rerr := s.call(r.Context(), body)
+	id, res, rerr, reply := s.call(r.Context(), body)
+	if !reply {
+		// A notification: HTTP 200 with no body, as from a Tendermint node.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	s.writeCall(w, id, res, rerr)
 	res.release()
 }
@@ -380,18 +394,23 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 	out.WriteByte('}')
 }
 
-// call answers one JSON-RPC request object: the id to echo, and a result or an error.
-func (s *Server) call(ctx context.Context, raw []byte) (json.RawMessage, result, *rpcError) {
+// call answers one JSON-RPC request object: the id to echo, and a result or an error; reply
+// is false for a notification, which is not run and gets no reply.
+func (s *Server) call(ctx context.Context, raw []byte) (id json.RawMessage, res result, rerr *rpcError, reply bool) {
 	id, p, rerr := decodeCall(raw)
 	if rerr != nil {
-		return id, result{}, rerr
+		return id, result{}, rerr, true
 	}
-	res, rerr := s.events(ctx, p)
-	return id, res, rerr
+	if p == nil {
+		return nil, result{}, nil, false
+	}
+	res, rerr = s.events(ctx, p)
+	return id, res, rerr, true
 }
 
-// decodeCall decodes a request object. The id it returns is a copy, so that a long-poll
-// does not keep the request body while it waits.
+// decodeCall decodes a request object: the id and params of a call, an error to answer
+// (with the id, if it could be read), or for a notification nothing at all. The id is a
+// copy, so that a long-poll does not keep the request body while it waits.
 func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	if id, p, ok := decodeCallFast(raw); ok {
 		return id, p, nil
@@ -399,6 +418,10 @@ func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	return decodeCallSlow(raw)
 }
 
+// decodeCallSlow decodes any request object as a Tendermint node does (Go's encoding/json:
+// member names without regard to case, the last of two winning), with JSON-RPC 2.0's codes.
+// "jsonrpc" may be left out. A call without an id, or with a null one, is a notification; an
+// id is otherwise a string or a whole number.
 func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	var req rpcRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
@@ -408,9 +431,18 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 		}
 		return nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
 	}
-	id := json.RawMessage(bytes.Clone(req.ID))
-	if req.JSONRPC != "2.0" {
+	var id json.RawMessage
+	if !isNull(req.ID) && len(req.ID) > 0 {
+		if !validID(req.ID) {
+			return nil, nil, newRPCError(codeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
+		}
+		id = json.RawMessage(bytes.Clone(req.ID))
+	}
+	if req.JSONRPC != "" && req.JSONRPC != "2.0" {
 		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
+	}
+	if id == nil {
+		return nil, nil, nil // a notification
 	}
 	if req.Method != "events" {
 		return id, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
@@ -420,6 +452,15 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 		return id, nil, newRPCError(codeInvalidParams, err.Error())
 	}
 	return id, &p, nil
+}
+
+// validID reports whether an id's JSON text is a string or a whole number.
+func validID(id []byte) bool {
+	if id[0] == '"' {
+		return true
+	}
+	digits := bytes.TrimPrefix(id, []byte("-"))
+	return len(digits) > 0 && bytes.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
 func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {

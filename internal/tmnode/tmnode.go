@@ -1,0 +1,133 @@
+// Package tmnode starts a real Tendermint node for tests, from the peers folder that lies
+// beside the project (../shared/peers from the module root).
+package tmnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Node is a running Tendermint node.
+type Node struct {
+	URL string // the RPC base URL, e.g. http://127.0.0.1:41234
+	pid int
+}
+
+// PeersDir returns the peers folder: ../shared/peers from the module root, which is found by
+// walking up from the working directory (a test's package directory) to go.mod.
+func PeersDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared", "peers"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start starts a node with settings such as "create-empty-blocks=false" and stops it when the
+// test ends. It skips the test, saying what is missing, when the peers folder has no node.
+func Start(t testing.TB, settings ...string) *Node {
+	t.Helper()
+	peers, err := PeersDir()
+	if err != nil {
+		t.Skipf("skipping: cannot find the peers folder for a real Tendermint node: %v", err)
+	}
+	script := filepath.Join(peers, "tendermint-node")
+	for _, p := range []string{script, filepath.Join(peers, "tendermint")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("skipping: this test needs a real Tendermint node, and %s is missing (the peers folder is ../shared/peers from the project root)", p)
+		}
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, script, append([]string{filepath.Join(dir, "home")}, settings...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("starting a Tendermint node: %v\n%s", err, stderr.Bytes())
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		t.Fatalf("starting a Tendermint node: want its URL and PID, got %q", out)
+	}
+	pid, err := strconv.Atoi(lines[1])
+	if err != nil {
+		t.Fatalf("starting a Tendermint node: PID %q: %v", lines[1], err)
+	}
+	n := &Node{URL: lines[0], pid: pid}
+	t.Cleanup(n.stop) // before the home folder is removed: cleanups run last first
+	return n
+}
+
+// stop kills the node and waits until it is gone, so that its home folder can be removed.
+func (n *Node) stop() {
+	_ = syscall.Kill(n.pid, syscall.SIGKILL)
+	for range 100 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.pid)); err != nil || isZombie(b) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// isZombie reports whether a /proc/PID/stat line shows a process that has exited.
+func isZombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+// Broadcast sends a transaction "key=value" with broadcast_tx_async: it returns at once, and
+// the transaction is in one of the next blocks.
+func (n *Node) Broadcast(t testing.TB, tx string) {
+	t.Helper()
+	n.get(t, "/broadcast_tx_async?tx="+url.QueryEscape(strconv.Quote(tx)), `"hash"`)
+}
+
+// Commit sends a transaction "key=value" with broadcast_tx_commit and returns once it is in
+// a block, after those broadcast before it.
+func (n *Node) Commit(t testing.TB, tx string) {
+	t.Helper()
+	n.get(t, "/broadcast_tx_commit?tx="+url.QueryEscape(strconv.Quote(tx)), `"tx_result"`)
+}
+
+func (n *Node) get(t testing.TB, target, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(want)) {
+		t.Fatalf("GET %s: HTTP %d %s", target, resp.StatusCode, b)
+	}
+}
