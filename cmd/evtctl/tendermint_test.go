@@ -12,55 +12,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/tmnode"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
-// peersDir is the shared folder of real peers, beside the module's root.
-func peersDir(t testing.TB) string {
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "peers"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// tendermintNodeScript is the script that starts a real node, or "" with the reason it
-// cannot be used.
-func tendermintNodeScript(t testing.TB) (string, string) {
-	dir := peersDir(t)
-	script := filepath.Join(dir, "tendermint-node")
-	for _, f := range []string{script, filepath.Join(dir, "tendermint")} {
-		if _, err := os.Stat(f); err != nil {
-			return "", fmt.Sprintf("no real Tendermint node: %s is missing (the peers folder ../shared/peers beside the module holds one)", f)
-		}
-	}
-	for _, tool := range []string{"python3", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "", "no real Tendermint node: its start script needs " + tool
-		}
-	}
-	return script, ""
-}
-
 func TestTendermintScripts(t *testing.T) {
-	script, why := tendermintNodeScript(t)
+	script, missing := tmnode.Script()
 	if script == "" {
-		t.Skip(why)
+		t.Skip("skipping: " + missing)
 	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/tendermint",
@@ -100,29 +70,11 @@ func cmdTMNode(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! tmnode")
 	}
-	var out bytes.Buffer
-	cmd := exec.Command(ts.Getenv("TM_NODE_SCRIPT"), append([]string{ts.MkAbs("tm")}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, ts.Stderr()
-	ts.Check(cmd.Run())
-	lines := strings.Fields(out.String())
-	if len(lines) != 2 {
-		ts.Fatalf("tmnode: want the URL and the PID, got %q", out.String())
-	}
-	pid, err := strconv.Atoi(lines[1])
+	n, err := tmnode.Launch(ts.Getenv("TM_NODE_SCRIPT"), ts.MkAbs("tm"), args...)
 	ts.Check(err)
-	ts.Defer(func() {
-		p, err := os.FindProcess(pid)
-		if err != nil {
-			return
-		}
-		_ = p.Signal(syscall.SIGTERM)
-		for i := 0; i < 100 && p.Signal(syscall.Signal(0)) == nil; i++ {
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = p.Kill()
-	})
-	ts.Setenv("TM", lines[0])
-	ts.Setenv("EVTCTL_NODE", lines[0])
+	ts.Defer(n.Stop)
+	ts.Setenv("TM", n.URL)
+	ts.Setenv("EVTCTL_NODE", n.URL)
 }
 
 var tmTxSeq atomic.Int64
@@ -137,15 +89,9 @@ func cmdTMTx(ts *testscript.TestScript, neg bool, args []string) {
 		n, err = strconv.Atoi(args[0])
 		ts.Check(err)
 	}
+	node := tmnode.Node{URL: ts.Getenv("TM")}
 	for range n {
-		tx := fmt.Sprintf(`"k%d=v%d"`, tmTxSeq.Add(1), time.Now().UnixNano())
-		resp, err := http.Get(ts.Getenv("TM") + "/broadcast_tx_commit?tx=" + url.QueryEscape(tx))
-		ts.Check(err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || gjson.GetBytes(body, "error").Exists() || gjson.GetBytes(body, "result.tx_result.code").Int() != 0 {
-			ts.Fatalf("tmtx: %s", body)
-		}
+		ts.Check(node.Commit(fmt.Sprintf("k%d=v%d", tmTxSeq.Add(1), time.Now().UnixNano())))
 	}
 }
 

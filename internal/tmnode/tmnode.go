@@ -45,45 +45,67 @@ func PeersDir() (string, error) {
 	}
 }
 
+// Script returns the script that starts a real node, or "" and a sentence saying what is
+// missing, for a skip message.
+func Script() (script, missing string) {
+	peers, err := PeersDir()
+	if err != nil {
+		return "", fmt.Sprintf("cannot find the peers folder for a real Tendermint node: %v", err)
+	}
+	script = filepath.Join(peers, "tendermint-node")
+	for _, p := range []string{script, filepath.Join(peers, "tendermint")} {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Sprintf("this test needs a real Tendermint node, and %s is missing (the peers folder is ../shared/peers from the project root)", p)
+		}
+	}
+	for _, tool := range []string{"python3", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", "this test needs a real Tendermint node, and its start script needs " + tool
+		}
+	}
+	return script, ""
+}
+
 // Start starts a node with settings such as "create-empty-blocks=false" and stops it when the
 // test ends. It skips the test, saying what is missing, when the peers folder has no node.
 func Start(t testing.TB, settings ...string) *Node {
 	t.Helper()
-	peers, err := PeersDir()
+	script, missing := Script()
+	if script == "" {
+		t.Skip("skipping: " + missing)
+	}
+	n, err := Launch(script, filepath.Join(t.TempDir(), "home"), settings...)
 	if err != nil {
-		t.Skipf("skipping: cannot find the peers folder for a real Tendermint node: %v", err)
+		t.Fatal(err)
 	}
-	script := filepath.Join(peers, "tendermint-node")
-	for _, p := range []string{script, filepath.Join(peers, "tendermint")} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("skipping: this test needs a real Tendermint node, and %s is missing (the peers folder is ../shared/peers from the project root)", p)
-		}
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, script, append([]string{filepath.Join(dir, "home")}, settings...)...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("starting a Tendermint node: %v\n%s", err, stderr.Bytes())
-	}
-	lines := strings.Fields(string(out))
-	if len(lines) != 2 {
-		t.Fatalf("starting a Tendermint node: want its URL and PID, got %q", out)
-	}
-	pid, err := strconv.Atoi(lines[1])
-	if err != nil {
-		t.Fatalf("starting a Tendermint node: PID %q: %v", lines[1], err)
-	}
-	n := &Node{URL: lines[0], pid: pid}
-	t.Cleanup(n.stop) // before the home folder is removed: cleanups run last first
+	t.Cleanup(n.Stop) // before the home folder is removed: cleanups run last first
 	return n
 }
 
-// stop kills the node and waits until it is gone, so that its home folder can be removed.
-func (n *Node) stop() {
+// Launch starts a node from script with its home in dir; the caller must Stop it.
+func Launch(script, dir string, settings ...string) (*Node, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, script, append([]string{dir}, settings...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("starting a Tendermint node: %v\n%s", err, stderr.Bytes())
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		return nil, fmt.Errorf("starting a Tendermint node: want its URL and PID, got %q", out)
+	}
+	pid, err := strconv.Atoi(lines[1])
+	if err != nil {
+		return nil, fmt.Errorf("starting a Tendermint node: PID %q: %v", lines[1], err)
+	}
+	return &Node{URL: lines[0], pid: pid}, nil
+}
+
+// Stop kills the node and waits until it is gone, so that its home folder can be removed.
+func (n *Node) Stop() {
 	_ = syscall.Kill(n.pid, syscall.SIGKILL)
 	for range 100 {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.pid)); err != nil || isZombie(b) {
@@ -101,33 +123,31 @@ func isZombie(stat []byte) bool {
 
 // Broadcast sends a transaction "key=value" with broadcast_tx_async: it returns at once, and
 // the transaction is in one of the next blocks.
-func (n *Node) Broadcast(t testing.TB, tx string) {
-	t.Helper()
-	n.get(t, "/broadcast_tx_async?tx="+url.QueryEscape(strconv.Quote(tx)), `"hash"`)
+func (n *Node) Broadcast(tx string) error {
+	return n.get("/broadcast_tx_async?tx="+url.QueryEscape(strconv.Quote(tx)), `"hash"`)
 }
 
 // Commit sends a transaction "key=value" with broadcast_tx_commit and returns once it is in
 // a block, after those broadcast before it.
-func (n *Node) Commit(t testing.TB, tx string) {
-	t.Helper()
-	n.get(t, "/broadcast_tx_commit?tx="+url.QueryEscape(strconv.Quote(tx)), `"tx_result"`)
+func (n *Node) Commit(tx string) error {
+	return n.get("/broadcast_tx_commit?tx="+url.QueryEscape(strconv.Quote(tx)), `"tx_result"`)
 }
 
-func (n *Node) get(t testing.TB, target, want string) {
-	t.Helper()
+func (n *Node) get(target, want string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+target, nil)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
+		return fmt.Errorf("GET %s: %v", target, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(want)) {
-		t.Fatalf("GET %s: HTTP %d %s", target, resp.StatusCode, b)
+		return fmt.Errorf("GET %s: HTTP %d %s", target, resp.StatusCode, b)
 	}
+	return nil
 }

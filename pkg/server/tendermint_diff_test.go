@@ -455,9 +455,13 @@ func TestAgainstTendermint(t *testing.T) {
 	ev := newNode(t, server.Config{DefaultItems: 10, MaxItems: 1000, DefaultWait: time.Second, MaxWait: 30 * time.Second}, eventlog.Options{})
 	// More than a page of the largest size a Tendermint node gives, with Tx items among them.
 	for i := range 110 {
-		tm.Broadcast(t, fmt.Sprintf("diff%d=%d", i, i))
+		if err := tm.Broadcast(fmt.Sprintf("diff%d=%d", i, i)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	tm.Commit(t, "diff=done")
+	if err := tm.Commit("diff=done"); err != nil {
+		t.Fatal(err)
+	}
 	var events []string
 	for i := range 120 {
 		typ := "NewBlock"
