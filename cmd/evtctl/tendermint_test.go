@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,18 +62,31 @@ func TestTendermintScripts(t *testing.T) {
 	})
 }
 
-// cmdTMNode starts a real Tendermint node on free loopback ports with its home in $WORK/tm,
-// sets TM to its RPC URL and points EVTCTL_NODE at it; the node is stopped when the script
-// ends.
+// tmNodes holds each script's running node, so that a script can move on to another.
+var tmNodes sync.Map // *testscript.TestScript → *tmnode.Node
+
+// cmdTMNode starts a real Tendermint node on free loopback ports, sets TM to its RPC URL and
+// points EVTCTL_NODE at it; the node is stopped when the script ends, or when the script
+// starts another.
 //
 //	tmnode [KEY=VALUE ...]   (settings by name, e.g. event-log-max-items=20)
 func cmdTMNode(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! tmnode")
 	}
-	n, err := tmnode.Launch(ts.Getenv("TM_NODE_SCRIPT"), ts.MkAbs("tm"), args...)
+	if prev, ok := tmNodes.LoadAndDelete(ts); ok {
+		prev.(*tmnode.Node).Stop()
+	}
+	home, err := os.MkdirTemp(ts.MkAbs("."), "tm")
 	ts.Check(err)
-	ts.Defer(n.Stop)
+	n, err := tmnode.Launch(ts.Getenv("TM_NODE_SCRIPT"), home, args...)
+	ts.Check(err)
+	tmNodes.Store(ts, n)
+	ts.Defer(func() {
+		if n, ok := tmNodes.LoadAndDelete(ts); ok {
+			n.(*tmnode.Node).Stop()
+		}
+	})
 	ts.Setenv("TM", n.URL)
 	ts.Setenv("EVTCTL_NODE", n.URL)
 }
@@ -307,14 +321,21 @@ func lines(ss []string) string {
 	return strings.Join(ss, "\n") + "\n"
 }
 
-// cmdSleep pauses the script, for traffic spaced in time.
+// cmdSleep pauses the script, for traffic spaced in time: for DURATION, or until DURATION
+// after the time in variable VAR (as now sets it).
 //
-//	sleep DURATION
+//	sleep [-since VAR] DURATION
 func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	since := time.Now()
+	if len(args) == 3 && args[0] == "-since" {
+		t, err := time.Parse(time.RFC3339Nano, ts.Getenv(args[1]))
+		ts.Check(err)
+		since, args = t, args[2:]
+	}
 	if len(args) != 1 {
-		ts.Fatalf("usage: sleep DURATION")
+		ts.Fatalf("usage: sleep [-since VAR] DURATION")
 	}
 	d, err := time.ParseDuration(args[0])
 	ts.Check(err)
-	time.Sleep(d)
+	time.Sleep(time.Until(since.Add(d)))
 }
