@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -64,6 +63,10 @@ type Log struct {
 	bg     sync.WaitGroup
 	closed atomic.Bool
 	pruneC chan struct{}
+	// checked: every segment opened from its index file has had its records read once.
+	checked atomic.Bool
+	fenceMu sync.Mutex // one fence at a time
+	refences int       // rebuildDedupe's retries after fencing, on open
 
 	mu        sync.RWMutex
 	segs      []*segment // oldest first; the last one takes appends
@@ -74,6 +77,8 @@ type Log struct {
 	failed    error
 	oldestC   cursor.Cursor // cache: cursor of record low; zero when unknown
 	oldestAt  uint64        // low the cache was computed for
+	damage    []Damage      // ranges lost to damage, in order; those below low are dropped
+	unwritable error        // why the last append failed for a passing reason (a full disk); nil once one succeeds
 
 	// writer-owned state
 	wact    *segment // the segment taking appends
@@ -82,6 +87,7 @@ type Log struct {
 	wsize   int64 // bytes written to the active segment
 	wcount  uint64
 	wbuf    []byte
+	hwm     *highWater // nil in memory
 	dedupe  *dedupe
 	dropped int64
 
@@ -130,82 +136,18 @@ func Open(opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
-	l.bg.Add(1)
+	l.bg.Add(2)
 	go func() { defer l.bg.Done(); l.pruner() }()
+	go func() { defer l.bg.Done(); l.check() }()
 	l.wact = l.segs[len(l.segs)-1]
 	go l.writer()
 	return l, nil
 }
 
-func (l *Log) open() error {
-	if l.opts.Dir == "" {
-		l.segs = []*segment{newMemSegment(1, 0)}
-		l.wnext, l.low, l.wsize = 1, 1, segHeaderSize
-		return nil
-	}
-	if err := os.MkdirAll(l.opts.Dir, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	l.lock = flock.New(filepath.Join(l.opts.Dir, "LOCK"))
-	ok, err := l.lock.TryLock()
-	if err != nil {
-		return fmt.Errorf("lock data directory: %w", err)
-	}
-	if !ok {
-		return fmt.Errorf("data directory %s is in use by another process", l.opts.Dir)
-	}
-	names, err := filepath.Glob(filepath.Join(l.opts.Dir, "*.seg"))
-	if err != nil {
-		return err
-	}
-	sort.Strings(names) // zero-padded base sequences sort numerically
-	for i, name := range names {
-		last := i == len(names)-1
-		s, err := l.openSegment(name, last)
-		if err != nil {
-			return err
-		}
-		if s.count == 0 && !last {
-			// An empty sealed segment holds nothing; keep the layout simple.
-			s.release()
-			_ = os.Remove(name)
-			_ = os.Remove(idxPath(name))
-			continue
-		}
-		l.segs = append(l.segs, s)
-	}
-	if len(l.segs) == 0 {
-		s, err := createSegment(l.opts.Dir, 1, 0)
-		if err != nil {
-			return err
-		}
-		l.segs = []*segment{s}
-	}
-	// Sequences and timestamps resume after the newest record.
-	act := l.segs[len(l.segs)-1]
-	l.wnext = act.base + act.count
-	l.wlastTS = act.floorTS
-	for i := len(l.segs) - 1; i >= 0; i-- {
-		if l.segs[i].count > 0 {
-			l.committed = l.segs[i].lastSeq()
-			l.wlastTS = max(l.wlastTS, l.segs[i].lastTS)
-			break
-		}
-	}
-	l.headTS = l.wlastTS
-	l.wsize, l.wcount = act.size, act.count
-	l.low = l.segs[0].base
-	l.applyCaps()
-	if err := l.applyWindow(); err != nil {
-		return err
-	}
-	return l.rebuildDedupe()
-}
-
 func newMemSegment(base uint64, floorTS int64) *segment {
 	m := &memFile{}
 	_, _ = m.WriteAt(segHeader(base, floorTS), 0)
-	s := &segment{base: base, floorTS: floorTS, f: m, size: segHeaderSize, lastTS: floorTS}
+	s := &segment{base: base, floorTS: floorTS, f: m, start: segHeaderSize, size: segHeaderSize, lastTS: floorTS}
 	s.refs.Store(1)
 	return s
 }
@@ -232,7 +174,7 @@ func createSegment(dir string, base uint64, floorTS int64) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	s := &segment{base: base, floorTS: floorTS, path: path, f: f, size: segHeaderSize, lastTS: floorTS}
+	s := &segment{base: base, floorTS: floorTS, path: path, f: share(f), start: segHeaderSize, size: segHeaderSize, lastTS: floorTS}
 	s.refs.Store(1)
 	return s, nil
 }
@@ -247,127 +189,6 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
-}
-
-// openSegment opens a segment file, trusting its index file when it is sealed and intact,
-// else scanning it; a bad tail is truncated.
-func (l *Log) openSegment(path string, last bool) (*segment, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	hdr := make([]byte, segHeaderSize)
-	if _, err := f.ReadAt(hdr, 0); err != nil {
-		f.Close()
-		if st.Size() < segHeaderSize && last {
-			// Created but never written: a crash while rolling. Start it again.
-			l.log.Warn("eventlog: removing an incomplete segment", "file", path, "bytes", st.Size())
-			l.dropped += st.Size()
-			if err := os.Remove(path); err != nil {
-				return nil, err
-			}
-			base, perr := baseFromName(path)
-			if perr != nil {
-				return nil, perr
-			}
-			return createSegment(filepath.Dir(path), base, l.wlastTS)
-		}
-		return nil, fmt.Errorf("read segment %s: %w", path, err)
-	}
-	base, floorTS, err := parseSegHeader(hdr)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("segment %s: %w", path, err)
-	}
-	s := &segment{base: base, floorTS: floorTS, path: path, f: f, lastTS: floorTS}
-	s.refs.Store(1)
-	if !last && readIndexFile(s, st.Size()) {
-		return s, nil
-	}
-	good, err := scanSegment(s, st.Size())
-	if err != nil {
-		s.release()
-		return nil, err
-	}
-	if good < st.Size() {
-		dropped := st.Size() - good
-		l.dropped += dropped
-		l.log.Warn("eventlog: truncated a torn or corrupt tail", "file", path, "dropped_bytes", dropped, "kept_records", s.count)
-		if err := f.Truncate(good); err != nil {
-			s.release()
-			return nil, err
-		}
-		if err := f.Sync(); err != nil {
-			s.release()
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-func baseFromName(path string) (uint64, error) {
-	var base uint64
-	_, err := fmt.Sscanf(strings.TrimSuffix(filepath.Base(path), ".seg"), "%d", &base)
-	return base, err
-}
-
-// scanSegment reads every frame, rebuilding the index, and returns the end of the last
-// complete append.
-func scanSegment(s *segment, size int64) (int64, error) {
-	var (
-		buf            []byte
-		bufOff         = int64(segHeaderSize)
-		off            = int64(segHeaderSize)
-		good           = off
-		count, goodCnt uint64
-		lastTS, goodTS = s.floorTS, s.floorTS
-		index          []indexEntry
-	)
-	for {
-		rel := int(off - bufOff)
-		r, err := decodeFrame(buf[rel:])
-		if err == errShort && bufOff+int64(len(buf)) < size {
-			// Refill from off.
-			n := min(int64(max(readChunk, 2*frameLenHint(buf[rel:]))), size-off)
-			nb := make([]byte, n)
-			m, rerr := s.f.ReadAt(nb, off)
-			if m < len(nb) && rerr != nil {
-				return 0, fmt.Errorf("read segment %s: %w", s.path, rerr)
-			}
-			buf, bufOff = nb[:m], off
-			continue
-		}
-		if err != nil || r.seq != s.base+count || r.ts < lastTS {
-			break
-		}
-		if count%blockRecords == 0 {
-			index = append(index, indexEntry{ts: r.ts, off: uint32(off)})
-		}
-		count++
-		lastTS = r.ts
-		off += int64(r.size)
-		if r.flags&flagCommit != 0 {
-			good, goodCnt, goodTS = off, count, lastTS
-		}
-	}
-	s.count, s.size, s.lastTS = goodCnt, good, goodTS
-	s.index = index[:(goodCnt+blockRecords-1)/blockRecords]
-	return good, nil
-}
-
-// frameLenHint returns the frame length announced at the start of b (capped), to size a
-// refill.
-func frameLenHint(b []byte) int {
-	if len(b) < 4 {
-		return 0
-	}
-	n := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
-	return min(n+frameHeader, maxPayload+frameHeader)
 }
 
 // Append implements Store.
@@ -456,7 +277,7 @@ func (l *Log) commitGroup(group []*appendReq) {
 	}
 	if l.wcount > 0 && l.wsize+int64(groupSize(group)) > l.opts.SegmentBytes {
 		if err := l.roll(l.wact); err != nil {
-			l.fail(group, err)
+			l.writeFailed(group, err)
 			return
 		}
 	}
@@ -468,11 +289,22 @@ func (l *Log) commitGroup(group []*appendReq) {
 	startSeq, startTS, startCount := l.wnext, l.wlastTS, l.wcount
 	nrec := 0
 	lastFrameStart := -1
+	type added struct {
+		k  key
+		c  cursor.Cursor
+		ts int64
+	}
+	var adds []added // to the dedupe window once the group is durable
+	pending := map[key]cursor.Cursor{}
 	for _, r := range group {
 		r.res = make([]AppendResult, len(r.entries))
 		for i, e := range r.entries {
 			k := makeKey(e.Source, e.ID)
 			if c, ok := l.dedupe.lookup(k, now); ok {
+				r.res[i] = AppendResult{Cursor: c, Duplicate: true}
+				continue
+			}
+			if c, ok := pending[k]; ok && l.opts.DedupeWindow >= 0 {
 				r.res[i] = AppendResult{Cursor: c, Duplicate: true}
 				continue
 			}
@@ -484,7 +316,8 @@ func (l *Log) commitGroup(group []*appendReq) {
 			lastFrameStart = len(buf)
 			buf = appendFrame(buf, ts, seq, k, 0, e.Type, e.JSON)
 			c := cursor.New(ts, seq, cursor.NodeWidth)
-			l.dedupe.add(k, c, ts)
+			pending[k] = c
+			adds = append(adds, added{k, c, ts})
 			r.res[i] = AppendResult{Cursor: c}
 			l.wnext++
 			l.wcount++
@@ -500,15 +333,25 @@ func (l *Log) commitGroup(group []*appendReq) {
 		if err == nil && l.opts.Sync == SyncAlways {
 			err = act.f.Sync()
 		}
+		if err == nil && l.hwm != nil {
+			// Only now that the records are durable, and before they are acknowledged.
+			err = l.hwm.set(l.wnext-1, l.wlastTS, l.opts.Sync == SyncAlways)
+		}
 		if err != nil {
-			// Undo writer state; the log is failed until reopened.
+			// Undo: the group is not stored; the file goes back to where it was.
 			l.wnext, l.wlastTS, l.wcount = startSeq, startTS, startCount
-			l.fail(group, err)
+			if terr := act.f.Truncate(off); terr != nil {
+				err = fmt.Errorf("%w; undoing the write: %v", err, terr)
+			}
+			l.writeFailed(group, err)
 			return
 		}
 		l.wsize += int64(len(buf))
 		l.appended.Add(uint64(nrec))
 		l.appendedBytes.Add(uint64(len(buf)))
+	}
+	for _, a := range adds {
+		l.dedupe.add(a.k, a.c, a.ts)
 	}
 	if cap(buf) <= 2*maxGroupBytes {
 		l.wbuf = buf
@@ -523,8 +366,12 @@ func (l *Log) commitGroup(group []*appendReq) {
 	}
 	l.duplicates.Add(uint64(dups))
 
+	l.mu.Lock()
+	if l.unwritable != nil {
+		l.log.Info("eventlog: appends succeed again")
+		l.unwritable = nil
+	}
 	if nrec > 0 {
-		l.mu.Lock()
 		act.size = l.wsize
 		act.count = l.wcount
 		act.lastTS = l.wlastTS
@@ -534,11 +381,34 @@ func (l *Log) commitGroup(group []*appendReq) {
 		l.applyCaps()
 		close(l.changed)
 		l.changed = make(chan struct{})
-		l.mu.Unlock()
 	}
+	l.mu.Unlock()
 	for _, r := range group {
 		close(r.done)
 	}
+}
+
+// writeFailed answers a group whose write failed. A full disk (or quota) is a passing
+// state: the group is refused as unavailable, the log stays open, and the next append tries
+// again — appends resume by themselves once space is free. Any other error fails the log
+// until it is reopened: what the disk holds after it is not known.
+func (l *Log) writeFailed(group []*appendReq, err error) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		err = fmt.Errorf("%w: the disk is full: %v", ErrUnavailable, err)
+		l.mu.Lock()
+		first := l.unwritable == nil
+		l.unwritable = err
+		l.mu.Unlock()
+		if first {
+			l.log.Error("eventlog: the disk is full; appends are refused until space is free, and resume by themselves then", "err", err)
+		}
+		for _, r := range group {
+			r.res, r.err = nil, err
+			close(r.done)
+		}
+		return
+	}
+	l.fail(group, err)
 }
 
 func groupSize(group []*appendReq) int {
@@ -601,6 +471,14 @@ func (l *Log) roll(act *segment) error {
 	return nil
 }
 
+// wactLocked is the segment taking appends; l.mu must be held.
+func (l *Log) wactLocked() *segment {
+	if len(l.segs) == 0 {
+		return nil
+	}
+	return l.segs[len(l.segs)-1]
+}
+
 // Changed implements Store.
 func (l *Log) Changed() <-chan struct{} {
 	l.mu.RLock()
@@ -614,10 +492,19 @@ func (l *Log) Stats() Stats {
 	st := Stats{
 		Segments:      len(l.segs),
 		DroppedOnOpen: l.dropped,
+		Checked:       l.checked.Load(),
 	}
 	if l.committed >= l.low {
 		st.Items = l.committed - l.low + 1
 	}
+	for _, d := range l.damage {
+		if d.Last >= l.low {
+			d.First = max(d.First, l.low)
+			st.Damage = append(st.Damage, d)
+			st.Lost += d.Count()
+		}
+	}
+	st.Items -= min(st.Items, st.Lost)
 	st.Bytes = uint64(l.retainedBytesLocked())
 	st.Newest = l.newestLocked()
 	l.mu.RUnlock()
@@ -636,9 +523,9 @@ func bytesBefore(s *segment, low uint64) int64 {
 	}
 	b := int((low - s.base) / blockRecords)
 	if b >= len(s.index) {
-		return s.size - segHeaderSize
+		return s.size - s.start
 	}
-	return int64(s.index[b].off) - segHeaderSize
+	return int64(s.index[b].off) - s.start
 }
 
 // newestLocked is the cursor of the newest item ever committed. It stays set when retention
@@ -649,6 +536,14 @@ func (l *Log) newestLocked() cursor.Cursor {
 		return cursor.Cursor{}
 	}
 	return cursor.New(l.headTS, l.committed, cursor.NodeWidth)
+}
+
+// Unwritable reports why appends fail for now (a full disk), if they do; they resume by
+// themselves once the cause is gone.
+func (l *Log) Unwritable() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.unwritable
 }
 
 // Failed reports the error that stopped appends, if any.
@@ -678,6 +573,9 @@ func (l *Log) Close() error {
 			err = ferr
 		}
 		s.release()
+	}
+	if herr := l.hwm.close(); herr != nil && err == nil {
+		err = herr
 	}
 	if l.lock != nil {
 		if uerr := l.lock.Unlock(); err == nil {

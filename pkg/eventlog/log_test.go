@@ -280,49 +280,86 @@ func TestTornTailIsTruncated(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func(b []byte) []byte
+		// bytes past the last acknowledged append: cut back whatever the mark says
+		junk bool
 	}{
-		{"cut mid-frame", func(b []byte) []byte { return b[:len(b)-7] }},
-		{"garbage appended", func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9) }},
-		{"flipped byte in last frame", func(b []byte) []byte { b[len(b)-3] ^= 0x40; return b }},
-		{"zeros appended", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }},
+		{"cut mid-frame", func(b []byte) []byte { return b[:len(b)-7] }, false},
+		{"garbage appended", func(b []byte) []byte { return append(b, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9) }, true},
+		{"flipped byte in last frame", func(b []byte) []byte { b[len(b)-3] ^= 0x40; return b }, false},
+		{"zeros appended", func(b []byte) []byte { return append(b, make([]byte, 4096)...) }, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			l := openT(t, Options{Dir: dir})
-			kept := appendN(t, l, 0, 20, 5)
-			appendN(t, l, 20, 4, 4) // one append of 4 records: it must vanish whole
-			l.Close()
-			seg := lastSegment(t, dir)
-			b, _ := os.ReadFile(seg)
-			orig := len(b)
-			os.WriteFile(seg, tc.damage(b), 0o600)
-
-			var logs logBuf
-			l2 := openT(t, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			p, _ := l2.Read(ctx, Query{Max: 100, Ascending: true})
-			n := len(p.Items)
-			if tc.name == "garbage appended" || tc.name == "zeros appended" {
-				if n != 24 {
-					t.Fatalf("kept %d items, want all 24", n)
+		for _, acked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/acknowledged=%v", tc.name, acked), func(t *testing.T) {
+				dir := t.TempDir()
+				l := openT(t, Options{Dir: dir})
+				kept := appendN(t, l, 0, 20, 5)
+				appendN(t, l, 20, 4, 4) // one append of 4 records
+				l.Close()
+				if !acked {
+					// A crash before the append was acknowledged: the mark still says 20.
+					setHighWater(t, dir, 20, kept[19].TS)
 				}
-			} else if n != len(kept) {
-				t.Fatalf("kept %d items, want %d (the torn append removed whole)", n, len(kept))
-			}
-			st := l2.Stats()
-			if st.DroppedOnOpen <= 0 || !strings.Contains(logs.String(), "dropped_bytes=") {
-				t.Fatalf("dropped %d bytes; log: %s", st.DroppedOnOpen, logs.String())
-			}
-			fi, _ := os.Stat(seg)
-			if tc.name == "cut mid-frame" && fi.Size() >= int64(orig) {
-				t.Fatal("file not truncated")
-			}
-			// Appending after recovery works and continues the order.
-			c := appendN(t, l2, 100, 1, 1)[0]
-			if !c.After(p.Items[n-1].Cursor) {
-				t.Fatal("cursor after recovery does not increase")
-			}
-		})
+				seg := lastSegment(t, dir)
+				b, _ := os.ReadFile(seg)
+				orig := len(b)
+				os.WriteFile(seg, tc.damage(b), 0o600)
+
+				var logs logBuf
+				l2 := openT(t, Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+				p, _ := l2.Read(ctx, Query{Max: 100, Ascending: true})
+				n := len(p.Items)
+				st := l2.Stats()
+				switch {
+				case tc.junk:
+					// The append was whole: only the bytes after it go.
+					if n != 24 || len(st.Damage) != 0 {
+						t.Fatalf("kept %d items, damage %v; want all 24 and none", n, st.Damage)
+					}
+				case !acked:
+					// A torn append that was never acknowledged vanishes whole.
+					if n != len(kept) || len(st.Damage) != 0 {
+						t.Fatalf("kept %d items, damage %v; want %d (the torn append removed whole)", n, st.Damage, len(kept))
+					}
+				default:
+					// Acknowledged records are never cut: the intact ones stay, the damaged
+					// last one is reported lost.
+					if n != 23 || len(st.Damage) != 1 || st.Damage[0].First != 24 || st.Damage[0].Last != 24 || st.Lost != 1 {
+						t.Fatalf("kept %d items, damage %+v; want 23 and sequence number 24 lost", n, st.Damage)
+					}
+					if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), seg) {
+						t.Fatalf("the damage is not logged as an error naming the file: %s", logs.String())
+					}
+				}
+				if (tc.junk || !acked) && (st.DroppedOnOpen <= 0 || !strings.Contains(logs.String(), "dropped_bytes=")) {
+					t.Fatalf("dropped %d bytes; log: %s", st.DroppedOnOpen, logs.String())
+				}
+				fi, _ := os.Stat(seg)
+				if tc.name == "cut mid-frame" && !acked && fi.Size() >= int64(orig) {
+					t.Fatal("file not truncated")
+				}
+				if acked && !tc.junk && fi.Size() != int64(len(tc.damage(b[:orig]))) && tc.name != "cut mid-frame" {
+					t.Fatal("a file holding acknowledged records was changed")
+				}
+				// Appending after recovery works, continues the order, and never reuses a
+				// sequence number, lost or not.
+				c := appendN(t, l2, 100, 1, 1)[0]
+				if !c.After(p.Items[n-1].Cursor) || c.Seq != 25 && (acked || tc.junk) || c.Seq != 21 && !acked && !tc.junk {
+					t.Fatalf("cursor after recovery %v (last kept %v)", c, p.Items[n-1].Cursor)
+				}
+			})
+		}
 	}
+}
+
+// setHighWater rewrites a closed log's high-water mark.
+func setHighWater(t *testing.T, dir string, seq uint64, ts int64) {
+	t.Helper()
+	os.Remove(filepath.Join(dir, hwmName))
+	h, err := hwmOpen(dir, seq, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.close()
 }
 
 func TestRetentionMaxItems(t *testing.T) {

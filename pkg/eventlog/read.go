@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -17,6 +18,7 @@ type snapshot struct {
 	low       uint64
 	committed uint64
 	newest    cursor.Cursor
+	damage    []Damage // lost ranges at or above low, in order
 }
 
 type segView struct {
@@ -41,7 +43,7 @@ func (l *Log) snapshot() (*snapshot, error) {
 	if l.segs == nil {
 		return nil, ErrClosed
 	}
-	sn := &snapshot{low: l.low, committed: l.committed, newest: l.newestLocked()}
+	sn := &snapshot{low: l.low, committed: l.committed, newest: l.newestLocked(), damage: l.damage}
 	for _, s := range l.segs {
 		if s.count == 0 || s.lastSeq() < l.low {
 			continue
@@ -63,6 +65,8 @@ func (v *segView) cursorAt(ri uint64, ts int64) cursor.Cursor {
 }
 
 func (v *segView) lastCursor() cursor.Cursor { return v.cursorAt(v.count-1, v.lastTS) }
+
+func (v *segView) firstCursor() cursor.Cursor { return v.cursorAt(0, v.index[0].ts) }
 
 func (v *segView) blockEnd(b int) int64 {
 	if b+1 < len(v.index) {
@@ -103,8 +107,11 @@ func (br *blockReader) read(v *segView, b0, b1 int) ([]rec, error) {
 	recs := br.recs[:0]
 	for buf := br.buf; len(buf) > 0; {
 		r, err := decodeFrame(buf)
+		if err == nil && r.seq != v.s.base+uint64(b0*blockRecords+len(recs)) {
+			err = errCorrupt // an intact frame, but not the record the index says is there
+		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s at offset %d: %w", v.s.path, end-int64(len(buf)), err)
+			return nil, &frameError{seg: v.s, off: end - int64(len(buf)), err: err}
 		}
 		recs = append(recs, r)
 		buf = buf[r.size:]
@@ -112,6 +119,20 @@ func (br *blockReader) read(v *segView, b0, b1 int) ([]rec, error) {
 	br.recs = recs
 	return recs, nil
 }
+
+// frameError is a record that did not read back intact: its segment has damage that was
+// not known when the segment was opened.
+type frameError struct {
+	seg *segment
+	off int64
+	err error
+}
+
+func (e *frameError) Error() string {
+	return fmt.Sprintf("read %s at offset %d: %v", e.seg.path, e.off, e.err)
+}
+
+func (e *frameError) Unwrap() error { return e.err }
 
 // start is the position of the first retained record.
 func (sn *snapshot) start() pos {
@@ -295,7 +316,25 @@ func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) er
 }
 
 // Read implements Store.
+//
+// Damage shapes a read as if the log began after each lost range, for the readers that run
+// into one: a reader whose next record is lost (After is the record before the range, or in
+// it) is served from the first intact record after the range, with Oldest saying so — the
+// lost-events signal of ADR-075. A forward read stops before a lost range (More, and Resume
+// at the last record before it), so that the next read meets it; a newest-first read stops
+// after one, with Oldest at the first record above it.
 func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
+	for attempt := 0; ; attempt++ {
+		page, err := l.read(ctx, q)
+		var fe *frameError
+		if attempt < 2 && errors.As(err, &fe) && l.fence(fe.seg) {
+			continue // the damage is fenced now: read again around it
+		}
+		return page, err
+	}
+}
+
+func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 	sn, err := l.snapshot()
 	if err != nil {
 		return Page{}, err
@@ -317,6 +356,16 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 		if from.less(p) {
 			from = p
 		}
+		if q.After.Width == cursor.NodeWidth {
+			if d := sn.damageAt(q.After.Seq + 1); d != nil {
+				// The reader's next record is lost: it starts after the damage.
+				p, c := sn.after(d)
+				page.Oldest = c
+				if from.less(p) {
+					from = p
+				}
+			}
+		}
 	}
 	if !q.Before.IsZero() {
 		p, err := sn.locate(q.Before, false)
@@ -330,18 +379,40 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 	if !from.less(to) {
 		return page, nil
 	}
+	// The lost range the read would cross, if any.
+	var stop pos // ascending: where the read must stop short; newest first: where it starts
+	cut := false
+	if q.Ascending {
+		if d := sn.damageAfter(sn.seqAt(from)); d != nil && d.First < sn.seqAt(to) {
+			stop, cut = sn.posOfSeq(d.First), true
+			to = stop
+		}
+	} else if d := sn.damageBefore(sn.seqAt(to)); d != nil && sn.seqAt(from) < d.First {
+		p, c := sn.after(d)
+		if from.less(p) {
+			from, page.Oldest = p, c
+		}
+	}
 	limit := max(q.Max, 1)
 	page.Items = make([]Item, 0, min(limit, 1024))
+	examined := 0
+	var lastSeen cursor.Cursor
 	fn := func(r *rec) bool {
+		if q.Budget > 0 && examined == q.Budget {
+			page.More, page.Resume = true, lastSeen
+			return false
+		}
+		examined++
+		lastSeen = cursor.New(r.ts, r.seq, cursor.NodeWidth)
 		if q.Match != nil && !q.Match(r.json) {
 			return true
 		}
 		if len(page.Items) == limit {
-			page.More = true
+			page.More, page.Resume = true, cursor.Cursor{}
 			return false
 		}
 		page.Items = append(page.Items, Item{
-			Cursor: cursor.New(r.ts, r.seq, cursor.NodeWidth),
+			Cursor: lastSeen,
 			Type:   string(r.typ),
 			JSON:   page.arena.copy(r.json), // the read buffer is reused
 		})
@@ -355,7 +426,83 @@ func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	if cut && !page.More {
+		// Stopped short of a lost range: the next read, after the record before it, is told.
+		page.More, page.Resume = true, sn.cursorBefore(stop)
+	}
 	return page, nil
+}
+
+// damageAt is the lost range holding seq, if any.
+func (sn *snapshot) damageAt(seq uint64) *Damage {
+	for i := range sn.damage {
+		if d := &sn.damage[i]; d.First <= seq && seq <= d.Last {
+			return d
+		}
+	}
+	return nil
+}
+
+// damageAfter is the first lost range above seq.
+func (sn *snapshot) damageAfter(seq uint64) *Damage {
+	for i := range sn.damage {
+		if d := &sn.damage[i]; d.First > seq {
+			return d
+		}
+	}
+	return nil
+}
+
+// damageBefore is the last lost range below seq.
+func (sn *snapshot) damageBefore(seq uint64) *Damage {
+	for i := len(sn.damage) - 1; i >= 0; i-- {
+		if d := &sn.damage[i]; d.Last < seq {
+			return d
+		}
+	}
+	return nil
+}
+
+// after returns the position and cursor of the first intact record after d; at the end (and
+// a zero cursor) when none has been appended since.
+func (sn *snapshot) after(d *Damage) (pos, cursor.Cursor) {
+	for i := range sn.segs {
+		if v := &sn.segs[i]; v.s.base > d.Last {
+			return pos{i, 0}, v.firstCursor()
+		}
+	}
+	return sn.end(), cursor.Cursor{}
+}
+
+// seqAt is the sequence number at a position (one past the last at the end).
+func (sn *snapshot) seqAt(p pos) uint64 {
+	if p.si >= len(sn.segs) {
+		return sn.committed + 1
+	}
+	return sn.segs[p.si].s.base + p.ri
+}
+
+// posOfSeq is the position of the first record at or above seq.
+func (sn *snapshot) posOfSeq(seq uint64) pos {
+	for i := range sn.segs {
+		v := &sn.segs[i]
+		if v.s.base+v.count > seq {
+			if seq <= v.s.base {
+				return pos{i, 0}
+			}
+			return pos{i, seq - v.s.base}
+		}
+	}
+	return sn.end()
+}
+
+// cursorBefore is the cursor of the record just before position p (which is a segment
+// boundary when a forward read stops at damage).
+func (sn *snapshot) cursorBefore(p pos) cursor.Cursor {
+	if p.ri == 0 && p.si > 0 {
+		return sn.segs[p.si-1].lastCursor()
+	}
+	return cursor.Cursor{}
 }
 
 // oldest returns the cursor of the oldest retained item.

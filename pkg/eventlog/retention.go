@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"time"
@@ -45,7 +46,7 @@ func (l *Log) applyCaps() {
 		if s.count == 0 || s.lastSeq() < l.low {
 			continue
 		}
-		startOff := segHeaderSize + bytesBefore(s, l.low)
+		startOff := s.start + bytesBefore(s, l.low)
 		if remain := s.size - startOff; excess >= remain {
 			excess -= remain
 			l.setLowLocked(s.lastSeq() + 1)
@@ -68,7 +69,7 @@ func (l *Log) retainedBytesLocked() int64 {
 	var total int64
 	for _, s := range l.segs {
 		if s.count > 0 && s.lastSeq() >= l.low {
-			total += s.size - segHeaderSize - bytesBefore(s, l.low)
+			total += s.size - s.start - bytesBefore(s, l.low)
 		}
 	}
 	return total
@@ -135,11 +136,21 @@ func (l *Log) deleteDead() {
 		dead = append(dead, l.segs[0])
 		l.segs = l.segs[1:]
 	}
+	// Lost ranges wholly below the low mark are gone with what retention dropped.
+	i := 0
+	for i < len(l.damage) && l.damage[i].Last < l.low {
+		i++
+	}
+	l.damage = l.damage[i:]
+	live := map[string]bool{}
+	for _, s := range l.segs {
+		live[s.path] = true // the pieces of a damaged file share it
+	}
 	l.mu.Unlock()
 	for _, s := range dead {
 		s.release()
-		if s.path != "" {
-			if err := os.Remove(s.path); err != nil {
+		if s.path != "" && !live[s.path] {
+			if err := os.Remove(s.path); err != nil && !os.IsNotExist(err) {
 				l.log.Warn("eventlog: removing a pruned segment", "file", s.path, "err", err)
 			}
 			_ = os.Remove(idxPath(s.path))
@@ -179,8 +190,17 @@ func (l *Log) rebuildDedupe() error {
 		}
 		total += v.count - lo
 	}
-	return sn.scanForward(context.Background(), from, sn.end(), func(r *rec) bool {
+	err = sn.scanForward(context.Background(), from, sn.end(), func(r *rec) bool {
 		l.dedupe.add(r.key, cursor.New(r.ts, r.seq, cursor.NodeWidth), r.ts)
 		return true
 	})
+	var fe *frameError
+	if errors.As(err, &fe) && l.fence(fe.seg) {
+		// Damage in a segment opened from its index: fenced now; the keys of the
+		// records around it are reloaded (adding one twice is harmless).
+		if l.refences++; l.refences < 100 {
+			return l.rebuildDedupe()
+		}
+	}
+	return err
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // On-disk layout. A log is a directory of segment files named by the sequence number of
@@ -60,11 +62,17 @@ type segment struct {
 	floorTS int64 // no record of this segment has a smaller timestamp
 	path    string
 	f       file
+	start   int64 // offset of the first record: the header's end, or later in a piece
 
-	size   int64 // committed bytes, header included
+	size   int64 // end of the committed records (a whole file's committed bytes)
 	count  uint64
 	lastTS int64
 	index  []indexEntry
+	// trusted: opened from its index file without reading its records, which the log
+	// checks in the background after opening.
+	trusted bool
+	// piece: one of several runs of intact records of a damaged file; never appended to.
+	piece bool
 
 	refs      atomic.Int32 // readers in flight + 1 while the segment belongs to the log
 	closeOnce sync.Once
@@ -80,6 +88,15 @@ func (s *segment) release() {
 
 // lastSeq is the sequence of the last committed record; only valid when count > 0.
 func (s *segment) lastSeq() uint64 { return s.base + s.count - 1 }
+
+// lastCursor is the cursor of the last committed record; only valid when count > 0.
+func (s *segment) lastCursor() cursor.Cursor { return cursor.New(s.lastTS, s.lastSeq(), cursor.NodeWidth) }
+
+// firstTS is the timestamp of the first record; only valid when count > 0.
+func (s *segment) firstTS() int64 { return s.index[0].ts }
+
+// firstCursor is the cursor of the first record; only valid when count > 0.
+func (s *segment) firstCursor() cursor.Cursor { return cursor.New(s.firstTS(), s.base, cursor.NodeWidth) }
 
 func segHeader(base uint64, floorTS int64) []byte {
 	b := make([]byte, segHeaderSize)
@@ -208,6 +225,7 @@ func readIndexFile(s *segment, size int64) bool {
 	s.count = count
 	s.lastTS = int64(le.Uint64(body[20:]))
 	s.size = size
+	s.start = segHeaderSize
 	s.index = make([]indexEntry, n)
 	for i := range s.index {
 		o := 44 + 12*i

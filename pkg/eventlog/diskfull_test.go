@@ -1,0 +1,91 @@
+//go:build linux
+
+package eventlog
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallDisk mounts a tmpfs of the given size for the test, or skips when this machine does
+// not allow it (mounting needs privileges).
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("skipping: this test fills a small file system of its own, and mounting one was refused: %v %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// TestDiskFullResumesByItself fills a real (small) file system: appends are refused as
+// unavailable — a passing state — while it is full, nothing acknowledged is lost, and appends
+// succeed again without a restart once space is freed.
+func TestDiskFullResumesByItself(t *testing.T) {
+	disk := smallDisk(t, "2m")
+	dir := filepath.Join(disk, "log")
+	l := openT(t, Options{Dir: dir, SegmentBytes: 256 << 10})
+	// Most of the space goes to a file that is removed later.
+	filler := filepath.Join(disk, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1500<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var acked int
+	var full error
+	for i := 0; i < 100000 && full == nil; i += 20 {
+		var es []Entry
+		for j := i; j < i+20; j++ {
+			es = append(es, ev(j))
+		}
+		if _, err := l.Append(ctx, es); err != nil {
+			full = err
+			break
+		}
+		acked += 20
+	}
+	if full == nil || !errors.Is(full, ErrUnavailable) || errors.Is(full, ErrFailed) {
+		t.Fatalf("a full disk gave %v, want an unavailable (passing) error", full)
+	}
+	if !strings.Contains(full.Error(), "disk is full") {
+		t.Fatalf("the error does not say the disk is full: %v", full)
+	}
+	if l.Failed() != nil || l.Unwritable() == nil {
+		t.Fatalf("failed %v, unwritable %v: want a log that waits for space", l.Failed(), l.Unwritable())
+	}
+	// Reads go on; what was acknowledged is all there.
+	p, err := l.Read(ctx, Query{Max: 100000, Ascending: true})
+	if err != nil || len(p.Items) != acked {
+		t.Fatalf("read %d items (%v), want the %d acknowledged", len(p.Items), err, acked)
+	}
+	// Still full: still refused, and nothing half-written is left behind.
+	var big []Entry
+	for j := range 200 {
+		big = append(big, ev(900000+j))
+	}
+	if _, err := l.Append(ctx, big); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a second append on a full disk: %v", err)
+	}
+	// Space comes back: appends resume by themselves.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	c := appendN(t, l, 500000, 40, 20)
+	if len(c) != 40 || l.Unwritable() != nil {
+		t.Fatalf("after space was freed: %d appended, unwritable %v", len(c), l.Unwritable())
+	}
+	if !c[0].After(p.Items[len(p.Items)-1].Cursor) || c[0].Seq != uint64(acked)+1 {
+		t.Fatalf("first cursor after the full disk %v, last before %v", c[0], p.Items[len(p.Items)-1].Cursor)
+	}
+	l.Close()
+	// And the log reopens whole.
+	l2 := openT(t, Options{Dir: dir, SegmentBytes: 256 << 10})
+	p, err = l2.Read(ctx, Query{Max: 100000, Ascending: true})
+	if err != nil || len(p.Items) != acked+40 || len(l2.Stats().Damage) != 0 {
+		t.Fatalf("after reopening: %d items (%v), damage %v; want %d, none", len(p.Items), err, l2.Stats().Damage, acked+40)
+	}
+}
