@@ -198,6 +198,10 @@ type Reply struct {
 	More      bool   `json:"more"`
 	Oldest    string `json:"oldest"`
 	Newest    string `json:"newest"`
+	// Resume is evtctl's extension: set when the node stopped a page short of its range
+	// (its work budget, or a range lost to damage), it is where to ask again from — as
+	// `after` for an ascending page, as `before` for a newest-first one.
+	Resume    string `json:"resume,omitempty"`
 	Order     string `json:"order,omitempty"`
 	Ascending bool   `json:"-"` // the node returned oldest first (it supports the extension)
 
@@ -526,6 +530,8 @@ func parseReply(data []byte) (*Reply, error) {
 			r.Oldest = stringOf(w.skip().of(data))
 		case "newest":
 			r.Newest = stringOf(w.skip().of(data))
+		case "resume":
+			r.Resume = stringOf(w.skip().of(data))
 		case "order":
 			r.Order = stringOf(w.skip().of(data))
 		default:

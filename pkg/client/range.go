@@ -112,6 +112,7 @@ type rangeWalk struct {
 	after, end string // the range: after is exclusive, end inclusive
 	deliver    func([]Item) error
 	gapFrom    string // the From cursor, when the range starts at one: a gap is reported from it
+	lastGap    string // the oldest cursor of the last gap reported
 }
 
 // walk fetches the range's pages. before is exclusive: a bound in time just past end, so
@@ -149,26 +150,38 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 			return res.err
 		}
 		r := res.r
+		asked := req // what r answers
 		items, past := w.within(r.Items, r.Ascending)
-		more := r.More && len(r.Items) > 0 && !past
+		more := r.More && (len(r.Items) > 0 || r.Resume != "") && !past
 		if more {
 			// A copy: the reply's memory may be reused once its items are delivered.
-			last := strings.Clone(r.Items[len(r.Items)-1].Cursor)
+			last := ""
+			if len(r.Items) > 0 {
+				last = r.Items[len(r.Items)-1].Cursor
+			}
 			if r.Ascending {
-				req.After = last
+				req.After = strings.Clone(cursor.Later(last, r.Resume))
 			} else {
 				req.Ascending = false
-				req.Before = last
+				req.Before = strings.Clone(r.Resume)
+				if req.Before == "" {
+					req.Before = strings.Clone(last)
+				}
 			}
 			if !r.Ascending && !opts.Reverse {
 				req.reuse = false // newest-first pages are held until the end: no reuse
 			}
 			next = fetch(req)
 		}
-		if r.Ascending && first {
-			// The first forward page was read from the range's start: the log's oldest
-			// item then says whether anything after From is gone.
-			if err := w.gap(r.Oldest); err != nil {
+		if r.Ascending {
+			// A forward page was read from the request's After: the log's oldest item then
+			// says whether anything after it is gone — after the range's start on the first
+			// page, after a range lost to damage on a later one.
+			from := asked.After
+			if first {
+				from = w.gapFrom
+			}
+			if err := w.gap(from, r.Oldest); err != nil {
 				r.release()
 				return err
 			}
@@ -187,7 +200,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		if !more {
 			if !r.Ascending {
 				// The last newest-first page reached the range's start.
-				if err := w.gap(r.Oldest); err != nil {
+				if err := w.gap(w.gapFrom, r.Oldest); err != nil {
 					return err
 				}
 			}
@@ -223,16 +236,15 @@ func (w *rangeWalk) within(items []Item, ascending bool) (kept []Item, past bool
 	return items[i:], false
 }
 
-// gap reports a gap between the range's From cursor and the log's oldest item.
-func (w *rangeWalk) gap(oldest string) error {
-	if w.opts.OnGap == nil || w.gapFrom == "" || !cursor.Lost(w.gapFrom, oldest) {
+// gap reports a gap between from — the range's From cursor, or the cursor a later page
+// continued after — and the log's oldest item, once per distinct loss.
+func (w *rangeWalk) gap(from, oldest string) error {
+	if w.opts.OnGap == nil || from == "" || !cursor.Lost(from, oldest) || oldest == w.lastGap {
 		return nil
 	}
-	g := Gap{After: w.gapFrom, Oldest: strings.Clone(oldest)}
-	w.gapFrom = "" // once
-	return w.opts.OnGap(g)
+	w.lastGap = strings.Clone(oldest)
+	return w.opts.OnGap(Gap{After: strings.Clone(from), Oldest: w.lastGap})
 }
-
 // resolve turns a position into a cursor of the node's width. A time used as an end
 // includes events stamped at that time.
 func resolve(p Position, width int, end bool) (string, error) {

@@ -201,7 +201,11 @@ func (st *streamer) roundAscending(ctx context.Context) error {
 	default:
 		b.Cursor = st.last
 	}
-	if !r.More {
+	if r.More {
+		// The node stopped short (its work budget, or a range lost to damage) after
+		// examining the log up to Resume: the next page starts there.
+		b.Cursor = cursor.Later(b.Cursor, r.Resume)
+	} else {
 		// With nothing further to return, an evtctl node has examined every item up to
 		// newest: none of the rest matched, and none is lost when the log drops it later.
 		b.Cursor = cursor.Later(b.Cursor, r.Newest)

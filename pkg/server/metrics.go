@@ -99,6 +99,14 @@ var logDescs = []struct {
 	{"evtctl_log_segments", "Segment files of the log.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Segments) }},
 	{"evtctl_log_dedupe_keys", "Keys remembered for duplicate suppression.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.DedupeEntries) }},
 	{"evtctl_waiting_readers", "Long-polls waiting for new events.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.Waiters()) }},
+	{"evtctl_log_damaged_ranges", "Ranges of the retained log lost to damage (a bad record, a missing or shortened file).", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(len(st.Damage)) }},
+	{"evtctl_log_lost_events", "Events in the ranges lost to damage.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Lost) }},
+	{"evtctl_log_unwritable", "1 while appends are refused for a passing reason (a full disk), else 0.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 {
+		if s.unwritable() != nil {
+			return 1
+		}
+		return 0
+	}},
 }
 
 // descs are built once, in logDescs' order.

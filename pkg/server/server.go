@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,16 @@ func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
 	})
 }
 
+// bearer reports whether an Authorization header carries the bearer token want. The scheme
+// is matched without regard to case (RFC 7235); the token in constant time.
+func (s *Server) bearer(header, want string) bool {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), []byte(want)) == 1
+}
+
 // --- plain JSON replies -----------------------------------------------------------------
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -181,9 +192,12 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 
 // handleHealth stays open for load balancers; with a read token set, details (counts,
 // cursors, error text with file paths) are shown only to a caller that sends it.
+//
+// Status: "ok"; "degraded" (HTTP 200: the node serves, but ranges of its log were lost to
+// damage, or appends are refused for a passing reason such as a full disk — details say
+// which); "failed" or "shutting down" (HTTP 503).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	detail := s.cfg.ReadToken == "" ||
-		subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.cfg.ReadToken)) == 1
+	detail := s.cfg.ReadToken == "" || s.bearer(r.Header.Get("Authorization"), s.cfg.ReadToken)
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
 			body := map[string]string{"status": "failed"}
@@ -200,15 +214,53 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
+	st := s.cfg.Store.Stats()
+	unwritable := s.unwritable()
+	status := "ok"
+	if len(st.Damage) > 0 || unwritable != nil {
+		status = "degraded"
+	}
 	if !detail {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": status})
 		return
 	}
-	st := s.cfg.Store.Stats()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"status": "ok", "version": s.cfg.Version,
+	body := map[string]any{
+		"status": status, "version": s.cfg.Version,
 		"items": st.Items, "oldest": st.Oldest, "newest": st.Newest,
-	})
+		"checked": st.Checked,
+	}
+	if len(st.Damage) > 0 {
+		ranges := make([]map[string]any, len(st.Damage))
+		for i, d := range st.Damage {
+			rg := map[string]any{"first_seq": d.First, "last_seq": d.Last, "events": d.Count(), "reason": d.Reason}
+			if !d.After.IsZero() {
+				rg["after"] = d.After.String()
+			}
+			if !d.Next.IsZero() {
+				rg["next"] = d.Next.String()
+			}
+			if d.File != "" {
+				rg["file"], rg["offset"] = d.File, d.Offset
+				if d.End > 0 {
+					rg["end"] = d.End
+				}
+			}
+			ranges[i] = rg
+		}
+		body["damaged"], body["lost_events"] = ranges, st.Lost
+	}
+	if unwritable != nil {
+		body["appends"] = "refused for now: " + unwritable.Error()
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// unwritable is why appends fail for now, when the store says so (a full disk).
+func (s *Server) unwritable() error {
+	if u, ok := s.cfg.Store.(interface{ Unwritable() error }); ok {
+		return u.Unwritable()
+	}
+	return nil
 }
 
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
@@ -699,9 +751,10 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 			retryAfter(w, 2)
 			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+err.Error()+"; retry after the delay given")
 		default:
+			// A failed log takes nothing until the node is restarted: no Retry-After, since
+			// retrying cannot succeed before then.
 			s.log.Error("appending to the event log", "err", err)
-			retryAfter(w, 5)
-			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events: "+err.Error())
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+err.Error())
 		}
 		return nil, false
 	}

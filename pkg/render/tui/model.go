@@ -466,7 +466,8 @@ func (m *Model) ensureLoads() tea.Cmd {
 	// An empty window fills forward first, so that the selection opens where asked.
 	if !m.win.olderDone && !m.loadingOlder && m.off < l && (len(m.win.rows) > 0 || m.win.newerDone) {
 		m.loadingOlder = true
-		cmds = append(cmds, m.fetch(loadOlder, PageRequest{Query: m.query, Before: m.win.before(), After: m.lower, Limit: m.cfg.PageSize, Backward: true}, resetSpec{}, 0))
+		before, through := m.win.olderBounds()
+		cmds = append(cmds, m.fetch(loadOlder, PageRequest{Query: m.query, Before: before, Through: through, After: m.lower, Limit: m.cfg.PageSize, Backward: true}, resetSpec{}, 0))
 	}
 	// While paused, the newer end stays as it is, however the window got there.
 	if !m.win.newerDone && !m.loadingNewer && !m.paused && m.off+2*l >= m.listLen() {
@@ -777,6 +778,10 @@ func (m *Model) onPage(p pageMsg) tea.Cmd {
 		m.off += added
 		if !p.page.More {
 			m.win.olderDone = true
+		} else if p.page.Resume != "" {
+			if first := m.win.firstEvent(); first == "" || later(first, p.page.Resume) {
+				m.win.lo = p.page.Resume // stopped short: the next page starts there
+			}
 		}
 		if len(p.evs) > 0 {
 			m.noteNewest(p.evs[len(p.evs)-1].cursor)
@@ -806,6 +811,8 @@ func (m *Model) onPage(p pageMsg) tea.Cmd {
 			if !m.cfg.Follow && m.upper != "" && (through == "" || later(through, m.upper)) {
 				through = m.upper
 			}
+		} else {
+			through = p.page.Resume // stopped short: examined up to there
 		}
 		m.win.appendNewer(p.evs, gap, through)
 		if len(p.evs) > 0 {

@@ -30,8 +30,8 @@ func TestWindow(t *testing.T) {
 	f.add(20, "")
 	w := window{max: 10}
 	w.reset(fakeCursor(5), false, false)
-	if got := w.before(); got != cursor.MustParse(fakeCursor(5)).Next().String() {
-		t.Errorf("an empty window pages back from %s", got)
+	if before, through := w.olderBounds(); before != "" || through != fakeCursor(5) {
+		t.Errorf("an empty window pages back from before %q through %q; want through its hi", before, through)
 	}
 	// A gap before the first events would mark nothing.
 	if n := w.appendNewer(events(f, 4, 8), &client.Gap{After: "x"}, ""); n != 3 || rowsText(&Model{win: w}) != "6 7 8 " {

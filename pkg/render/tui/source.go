@@ -46,6 +46,9 @@ type Page struct {
 	// Oldest and Newest are the cursors of the log's oldest and newest items, whatever
 	// the query ("" when the log is empty).
 	Oldest, Newest string
+	// Resume, with More, is where the node stopped the page short (its work budget, or a
+	// range lost to damage): the next page in the same direction starts there.
+	Resume string
 }
 
 // FollowRequest asks to follow the head.
@@ -105,9 +108,9 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	more := rep.More && len(rep.Items) > 0
-	oldestRead := ""
-	if more {
+	more := rep.More && (len(rep.Items) > 0 || rep.Resume != "")
+	oldestRead := rep.Resume
+	if more && oldestRead == "" {
 		oldestRead = rep.Items[len(rep.Items)-1].Cursor
 	}
 	items, past := through(rep.Items, r.Through, rep.Ascending)
@@ -124,7 +127,7 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 		kept, _ := through(rep.Items, r.Through, false)
 		items = append(items, kept...)
 	}
-	p := Page{Items: items, More: more && !past, Oldest: rep.Oldest, Newest: rep.Newest}
+	p := Page{Items: items, More: more && !past, Oldest: rep.Oldest, Newest: rep.Newest, Resume: rep.Resume}
 	if rep.Ascending || r.Backward {
 		if !rep.Ascending {
 			slices.Reverse(p.Items)

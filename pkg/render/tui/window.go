@@ -22,6 +22,9 @@ type window struct {
 	// evicted from the top. It may be past the last event: a page that found nothing newer
 	// says the log held nothing more up to its newest item.
 	hi string
+	// lo, when set, is where the node stopped a page of older events short (its work
+	// budget): every matching event from lo up to the first held has been looked for.
+	lo string
 	// olderDone: nothing older to fetch (the log's oldest event, or the start of a range).
 	// newerDone: nothing newer to fetch (following: attached to the head; a range: its end).
 	olderDone, newerDone bool
@@ -31,7 +34,7 @@ type window struct {
 func (w *window) reset(hi string, olderDone, newerDone bool) {
 	clear(w.rows)
 	w.rows, w.gaps = w.rows[:0], 0
-	w.hi, w.olderDone, w.newerDone = hi, olderDone, newerDone
+	w.hi, w.lo, w.olderDone, w.newerDone = hi, "", olderDone, newerDone
 }
 
 // firstEvent and lastEvent return the cursors of the oldest and newest events held, "" if none.
@@ -53,19 +56,17 @@ func (w *window) lastEvent() string {
 	return ""
 }
 
-// before is the cursor to page back from: older events are those before it.
-func (w *window) before() string {
-	if c := w.firstEvent(); c != "" {
-		return c
+// olderBounds says where to page back from: older events are those before `before`, or,
+// with an empty window, those up to and including `through` (its hi).
+func (w *window) olderBounds() (before, through string) {
+	before = w.firstEvent()
+	if w.lo != "" && (before == "" || later(before, w.lo)) {
+		before = w.lo
 	}
-	if w.hi == "" {
-		return ""
+	if before == "" {
+		return "", w.hi
 	}
-	c, err := cursor.Parse(w.hi)
-	if err != nil {
-		return w.hi
-	}
-	return c.Next().String()
+	return before, ""
 }
 
 // appendNewer adds events after hi (earlier ones are repeats and are dropped), behind a
@@ -93,13 +94,10 @@ func (w *window) appendNewer(evs []*event, gap *client.Gap, through string) int 
 // prependOlder adds events before the first one held (others are dropped) and returns
 // the number of rows added.
 func (w *window) prependOlder(evs []*event) int {
-	first := w.firstEvent()
-	if first == "" && w.hi != "" {
-		first = w.before()
-	}
+	before, through := w.olderBounds()
 	keep := evs[:0:0]
 	for _, ev := range evs {
-		if first == "" || later(first, ev.cursor) {
+		if before != "" && later(before, ev.cursor) || before == "" && (through == "" || !later(ev.cursor, through)) {
 			keep = append(keep, ev)
 		}
 	}
@@ -111,6 +109,7 @@ func (w *window) prependOlder(evs []*event) int {
 		rows = append(rows, row{ev: ev})
 	}
 	w.rows = append(rows, w.rows...)
+	w.lo = ""
 	if w.hi == "" {
 		w.hi = keep[len(keep)-1].cursor
 	}
