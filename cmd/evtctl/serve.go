@@ -33,10 +33,12 @@ type serveOptions struct {
 	Listen        string
 	AddrFile      string
 	DataDir       string
+	Verify        bool
 	Memory        bool
 	Window        time.Duration
 	MaxItems      uint64
 	MaxBytes      byteSize
+	SegmentSize   byteSize
 	DedupeWindow  time.Duration
 	Sync          string
 	PageDefault   int
@@ -83,7 +85,7 @@ func (o *serveOptions) natsStore() bool {
 }
 
 func newCmdServe(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &serveOptions{streams: streams, MaxBytes: 1 << 30, MaxBody: 8 << 20}
+	opts := &serveOptions{streams: streams, MaxBytes: 1 << 30, MaxBody: 8 << 20, SegmentSize: 64 << 20}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an event log node that serves the events API",
@@ -100,11 +102,20 @@ With --store nats://HOST:PORT the log lives in a NATS JetStream stream instead (
 that several nodes in front of one stream serve one log: every node hands out the same
 cursor for the same event, and a reader may move between them.
 
+Damage to the log is never repaired by deleting what is intact: only a torn tail (the last
+append cut short by a crash, never acknowledged) is cut back. A bad record, a missing or
+shortened file, or acknowledged records missing at the end are fenced: the intact events
+around them stay readable, the lost range is logged as an error and shown by /healthz
+(degraded) and /metrics, and readers that reach it are told events were lost (tail --on-gap).
+--verify reads the whole log in --data-dir, reports every damaged range, changes nothing, and
+exits 0 when no event was lost, 3 when some were.
+
 Tokens may also be given in EVTCTL_READ_TOKEN and EVTCTL_INGEST_TOKEN, which keeps them out
 of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_NATS_TOKEN.`,
 		Example: `  evtctl serve
   evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
   evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"
+  evtctl serve --verify --data-dir /var/lib/evtctl
   evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -128,12 +139,18 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 			if opts.IngestToken == "" {
 				opts.IngestToken = os.Getenv("EVTCTL_INGEST_TOKEN")
 			}
+			if opts.Verify && (opts.Memory || opts.natsStore()) {
+				return usagef("--verify checks an embedded log on disk: give --data-dir (or none, for the default), not --memory or --store")
+			}
 			if opts.DataDir == "" && !opts.Memory && !opts.natsStore() {
 				dir, err := defaultDataDir()
 				if err != nil {
 					return fmt.Errorf("finding a data directory: %w (give one with --data-dir, or use --memory)", err)
 				}
 				opts.DataDir = dir
+			}
+			if opts.Verify {
+				return runVerify(opts)
 			}
 			return runServe(cmd.Context(), opts)
 		},
@@ -143,9 +160,11 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.AddrFile, "addr-file", "", "write the address the node listens on to this file once it is ready")
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory of the durable log (default "+defaultDataDirHelp()+")")
 	f.BoolVar(&opts.Memory, "memory", false, "keep the log in memory only: nothing survives a restart")
+	f.BoolVar(&opts.Verify, "verify", false, "read the whole log in --data-dir, report every damaged range and exit (0: nothing lost, 3: events lost); changes nothing")
 	f.DurationVar(&opts.Window, "window", 7*24*time.Hour, "drop events older than this (0 keeps them regardless of age)")
 	f.Uint64Var(&opts.MaxItems, "max-items", 0, "keep at most this many events (0: no limit)")
 	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
+	f.Var(&opts.SegmentSize, "segment-size", "start a new segment file of the embedded log at about this size")
 	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
 	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
 	choices(f, "sync", "always", "none")
@@ -201,7 +220,7 @@ func checkStoreFlags(f *pflag.FlagSet, opts *serveOptions) error {
 		}
 		return nil
 	}
-	for _, name := range []string{"data-dir", "memory", "sync"} {
+	for _, name := range []string{"data-dir", "memory", "sync", "segment-size"} {
 		if f.Changed(name) {
 			return usagef("--%s applies to the embedded store; with a log on NATS JetStream the NATS servers keep it (their sync_interval decides when it is fsynced)", name)
 		}
@@ -281,6 +300,7 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 		MaxItems:     opts.MaxItems,
 		MaxBytes:     int64(opts.MaxBytes),
 		DedupeWindow: opts.DedupeWindow,
+		SegmentBytes: int64(opts.SegmentSize),
 		Logger:       logger,
 	}
 	if opts.DedupeWindow == 0 {
@@ -431,4 +451,33 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// runVerify is serve --verify: it reads the log in opts.DataDir and reports what it finds.
+func runVerify(opts *serveOptions) error {
+	r, err := eventlog.Verify(opts.DataDir)
+	if err != nil {
+		return err
+	}
+	out := opts.streams.Out
+	fmt.Fprintf(out, "%s: %s in %s", r.Dir, plural(int(r.Records), "intact event"), plural(r.Files, "segment file"))
+	if r.HighMark > 0 {
+		fmt.Fprintf(out, "; the highest sequence number committed is %d", r.HighMark)
+	}
+	fmt.Fprintln(out)
+	for _, d := range r.Damage {
+		fmt.Fprintf(out, "damaged: %s\n", d)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	if r.Clean() {
+		fmt.Fprintln(out, "no event was lost")
+		return nil
+	}
+	var lost uint64
+	for _, d := range r.Damage {
+		lost += d.Count()
+	}
+	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", plural(int(lost), "event"), plural(len(r.Damage), "damaged range"))}
 }
