@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -106,7 +105,9 @@ func Launch(script, dir string, settings ...string) (*Node, error) {
 
 // Stop kills the node and waits until it is gone, so that its home folder can be removed.
 func (n *Node) Stop() {
-	_ = syscall.Kill(n.pid, syscall.SIGKILL)
+	if p, err := os.FindProcess(n.pid); err == nil {
+		_ = p.Kill()
+	}
 	for range 100 {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.pid)); err != nil || isZombie(b) {
 			return

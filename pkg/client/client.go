@@ -194,10 +194,10 @@ type Request struct {
 
 // Reply is the result of the events method.
 type Reply struct {
-	Items     []Item `json:"items"`
-	More      bool   `json:"more"`
-	Oldest    string `json:"oldest"`
-	Newest    string `json:"newest"`
+	Items  []Item `json:"items"`
+	More   bool   `json:"more"`
+	Oldest string `json:"oldest"`
+	Newest string `json:"newest"`
 	// Resume is evtctl's extension: set when the node stopped a page short of its range
 	// (its work budget, or a range lost to damage), it is where to ask again from — as
 	// `after` for an ascending page, as `before` for a newest-first one.

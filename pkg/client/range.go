@@ -245,6 +245,7 @@ func (w *rangeWalk) gap(from, oldest string) error {
 	w.lastGap = strings.Clone(oldest)
 	return w.opts.OnGap(Gap{After: strings.Clone(from), Oldest: w.lastGap})
 }
+
 // resolve turns a position into a cursor of the node's width. A time used as an end
 // includes events stamped at that time.
 func resolve(p Position, width int, end bool) (string, error) {

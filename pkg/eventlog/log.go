@@ -64,21 +64,21 @@ type Log struct {
 	closed atomic.Bool
 	pruneC chan struct{}
 	// checked: every segment opened from its index file has had its records read once.
-	checked atomic.Bool
-	fenceMu sync.Mutex // one fence at a time
-	refences int       // rebuildDedupe's retries after fencing, on open
+	checked  atomic.Bool
+	fenceMu  sync.Mutex // one fence at a time
+	refences int        // rebuildDedupe's retries after fencing, on open
 
-	mu        sync.RWMutex
-	segs      []*segment // oldest first; the last one takes appends
-	low       uint64     // first retained sequence
-	committed uint64     // last committed sequence; 0: none
-	headTS    int64      // timestamp of the last committed record
-	changed   chan struct{}
-	failed    error
-	oldestC   cursor.Cursor // cache: cursor of record low; zero when unknown
-	oldestAt  uint64        // low the cache was computed for
-	damage    []Damage      // ranges lost to damage, in order; those below low are dropped
-	unwritable error        // why the last append failed for a passing reason (a full disk); nil once one succeeds
+	mu         sync.RWMutex
+	segs       []*segment // oldest first; the last one takes appends
+	low        uint64     // first retained sequence
+	committed  uint64     // last committed sequence; 0: none
+	headTS     int64      // timestamp of the last committed record
+	changed    chan struct{}
+	failed     error
+	oldestC    cursor.Cursor // cache: cursor of record low; zero when unknown
+	oldestAt   uint64        // low the cache was computed for
+	damage     []Damage      // ranges lost to damage, in order; those below low are dropped
+	unwritable error         // why the last append failed for a passing reason (a full disk); nil once one succeeds
 
 	// writer-owned state
 	wact    *segment // the segment taking appends

@@ -191,15 +191,15 @@ func (ld *loaded) around(d Damage) Damage {
 
 // openedFile is one segment file as found.
 type openedFile struct {
-	path        string
-	base        uint64
-	floorTS     int64
-	pieces      []*segment
-	damage      []Damage // inside the file
-	size, stop  int64
-	dropped     int64
-	active      bool // the last file, intact: it takes appends
-	remove      bool // a leftover with nothing in it, removed
+	path       string
+	base       uint64
+	floorTS    int64
+	pieces     []*segment
+	damage     []Damage // inside the file
+	size, stop int64
+	dropped    int64
+	active     bool // the last file, intact: it takes appends
+	remove     bool // a leftover with nothing in it, removed
 }
 
 // first is the file's first intact run of records; nil when it has none.

@@ -90,13 +90,17 @@ func (s *segment) release() {
 func (s *segment) lastSeq() uint64 { return s.base + s.count - 1 }
 
 // lastCursor is the cursor of the last committed record; only valid when count > 0.
-func (s *segment) lastCursor() cursor.Cursor { return cursor.New(s.lastTS, s.lastSeq(), cursor.NodeWidth) }
+func (s *segment) lastCursor() cursor.Cursor {
+	return cursor.New(s.lastTS, s.lastSeq(), cursor.NodeWidth)
+}
 
 // firstTS is the timestamp of the first record; only valid when count > 0.
 func (s *segment) firstTS() int64 { return s.index[0].ts }
 
 // firstCursor is the cursor of the first record; only valid when count > 0.
-func (s *segment) firstCursor() cursor.Cursor { return cursor.New(s.firstTS(), s.base, cursor.NodeWidth) }
+func (s *segment) firstCursor() cursor.Cursor {
+	return cursor.New(s.firstTS(), s.base, cursor.NodeWidth)
+}
 
 func segHeader(base uint64, floorTS int64) []byte {
 	b := make([]byte, segHeaderSize)
