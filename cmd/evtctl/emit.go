@@ -246,9 +246,12 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
+	policy := deliver.WebhookPolicy()
+	policy.Backoff.MaxAttempts = o.MaxAttempts
 	s, err := deliver.New(deliver.Options{
 		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
-		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
+		Policy: &policy, UserAgent: "evtctl/" + versionString(),
 		OnRetry: func(attempt int, delay time.Duration, err error) {
 			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
 		},
