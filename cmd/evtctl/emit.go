@@ -233,13 +233,9 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		tr.TLSClientConfig = tlsCfg
 		hc = &http.Client{Transport: tr}
 	}
-	h := http.Header{}
-	for _, kv := range o.Headers {
-		k, v, ok := strings.Cut(kv, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, usagef("-H %q: want 'Name: value'", kv)
-		}
-		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	h, err := o.headers()
+	if err != nil {
+		return nil, err
 	}
 	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
 	enc, err := o.HeaderEncoding.get(o.Mode)
@@ -252,14 +248,30 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	s, err := deliver.New(deliver.Options{
 		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Policy: &policy, UserAgent: "evtctl/" + versionString(),
-		OnRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
-		},
+		OnRetry: o.reportRetry,
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
 	return s, nil
+}
+
+// headers parses the -H flags.
+func (o *emitOptions) headers() (http.Header, error) {
+	h := http.Header{}
+	for _, kv := range o.Headers {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("-H %q: want 'Name: value'", kv)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	return h, nil
+}
+
+// reportRetry tells of a failed attempt that will be retried.
+func (o *emitOptions) reportRetry(attempt int, delay time.Duration, err error) {
+	fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
 }
 
 // targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
@@ -396,13 +408,20 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	if err != nil {
 		return err
 	}
-	ss := &signalSender{
-		url: opts.Signal, format: opts.SignalFormat, maxAttempts: opts.MaxAttempts,
-		hc: &http.Client{Timeout: opts.Timeout},
-		onRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
-		},
+	h, err := opts.headers()
+	if err != nil {
+		return err
 	}
+	policy := deliver.EventedAPIPolicy()
+	policy.Backoff.MaxAttempts = opts.MaxAttempts
+	c, err := deliver.NewClient(deliver.Config{
+		URL: opts.Signal, Policy: &policy, Header: h, Timeout: opts.Timeout,
+		UserAgent: "evtctl/" + versionString(), OnRetry: opts.reportRetry,
+	})
+	if err != nil {
+		return usagef("--signal: %v", err)
+	}
+	ss := &signalSender{format: opts.SignalFormat, c: c}
 	var lim *rate.Limiter
 	if opts.Rate > 0 {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
