@@ -13,6 +13,10 @@
 // Delivery is at least once: an entry is removed (Done) only after the
 // target accepted it, so a crash between the two resends it; stable event
 // ids make that harmless against a receiver's duplicate suppression.
+//
+// Events a receiver refused for themselves can be moved to the spool's
+// dead-letter file (AddDeadLetters), JSON lines beside the entries, so that
+// they neither block the others nor vanish.
 package outbox
 
 import (
@@ -27,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
@@ -368,4 +373,68 @@ func (s *Spool) Close() error {
 	}
 	s.closed = true
 	return s.lock.Unlock()
+}
+
+// DeadLetterName is the name of the dead-letter file in a spool directory.
+const DeadLetterName = "dead-letter.jsonl"
+
+// DeadLetter is one line of the dead-letter file: an event a receiver refused.
+type DeadLetter struct {
+	Time   time.Time       `json:"time"`
+	Target string          `json:"target"`
+	ID     string          `json:"id"`
+	Status int             `json:"status"`
+	Reason string          `json:"reason"`
+	Event  json.RawMessage `json:"event"`
+}
+
+// DeadLetterPath returns the path of the spool's dead-letter file.
+func (s *Spool) DeadLetterPath() string { return filepath.Join(s.dir, DeadLetterName) }
+
+// AddDeadLetters appends dls to the dead-letter file and fsyncs it. Call it before Done or
+// Rewrite takes the events out of their entry: a crash in between then leaves an event in
+// both places, never in neither.
+func (s *Spool) AddDeadLetters(dls []DeadLetter) error {
+	if len(dls) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var buf []byte
+	for _, dl := range dls {
+		b, err := json.Marshal(dl)
+		if err != nil {
+			return fmt.Errorf("outbox: dead letter of %q: %w", dl.ID, err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	path := s.DeadLetterPath()
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	defer f.Close()
+	// A line torn by a crash would swallow the next one: start on a line of our own.
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			buf = append([]byte{'\n'}, buf...)
+		}
+	}
+	if _, err := f.Write(buf); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := atomicfile.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+	}
+	return f.Close()
 }

@@ -453,3 +453,33 @@ func TestInterruptedWriteCleaned(t *testing.T) {
 		t.Errorf("next entry %s, want %s", e2.Name, entryName(2))
 	}
 }
+
+func TestDeadLettersAppendOnFreshLines(t *testing.T) {
+	s := open(t, t.TempDir())
+	dl := DeadLetter{Target: "http://x/events", ID: "1", Status: 400, Reason: "bad", Event: ev("1")}
+	if err := s.AddDeadLetters([]DeadLetter{dl}); err != nil {
+		t.Fatal(err)
+	}
+	// A torn line, as a crash in the middle of an append leaves.
+	f, _ := os.OpenFile(s.DeadLetterPath(), os.O_APPEND|os.O_WRONLY, 0o600)
+	f.WriteString(`{"id":"torn`)
+	f.Close()
+	dl.ID, dl.Event = "2", ev("2")
+	if err := s.AddDeadLetters([]DeadLetter{dl}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(s.DeadLetterPath())
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("lines %q", lines)
+	}
+	for _, i := range []int{0, 2} {
+		var got DeadLetter
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil || got.Status != 400 || !json.Valid(got.Event) {
+			t.Errorf("line %d %q: %v", i, lines[i], err)
+		}
+	}
+	if len(pending(t, s)) != 0 {
+		t.Error("the dead-letter file is listed as an entry")
+	}
+}
