@@ -83,11 +83,18 @@ hello%20world): send them structured mode, or binary mode with --header-encoding
 sends values as they are and refuses a value that cannot go in a header unencoded (non-ASCII,
 a control character, a space at either end).
 
-Delivery: transport errors and 5xx are retried with backoff; 429 and 503 honour Retry-After;
-any other 4xx is not retried and the receiver's reason is printed; 410 Gone stops. With
---spool DIR each request's events are written durably to DIR before they are sent and removed
-after a 2xx, so an interrupted emit or a node that is down loses nothing: --flush DIR sends what
-is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
+Delivery follows the CloudEvents webhook rules: transport errors, timeouts and 500, 502, 503,
+504 and 429 are retried with backoff (--max-attempts), after the receiver's Retry-After when it
+gives one; any other reply is final and the receiver's reason is printed; 410 Gone stops. 307
+and 308 redirects are followed (at most 5); the token and the -H headers are not sent on to
+another origin, and a redirect from https to http is refused.
+
+With --spool DIR every event is written durably to DIR before any is sent, and taken out once
+delivered: an interrupted emit or a node that is down loses nothing, and the last message says
+how many events wait; --flush DIR sends them (and what earlier runs left, which a --spool run
+also sends first). Events the receiver refuses for themselves (400, 413, 422) go to
+DIR/dead-letter.jsonl and the others are still sent; any other failure stops the run. Ids stay
+the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop --data '{"total": 12.5}'
   evtctl emit --count 1000 --rate 200 --type org.example.test.v1 --source /load --data '{"n": {{.Seq}}}'
   evtctl emit --file events.jsonl --mode batch --batch-size 500
@@ -120,7 +127,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
 	f.Float64Var(&opts.Rate, "rate", 0, "events per second, spread evenly (0: as fast as the receiver takes them)")
 	f.StringVar(&opts.File, "file", "", "send the CloudEvents in this JSON-lines file (- for stdin)")
-	f.StringVar(&opts.Spool, "spool", "", "write events durably to this directory before sending; remove them once delivered")
+	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
 	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
 	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
