@@ -310,7 +310,7 @@ func (o *emitOptions) source() (source, error) {
 				fmt.Fprintf(o.streams.ErrOut, "event %d: %s\n", n, f)
 			}
 			if lint.HasErrors(fs) {
-				return nil, &strictError{n}
+				return nil, &strictError{n: n}
 			}
 		}
 		return b, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +35,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 	defer spool.Close()
 	errOut := opts.streams.ErrOut
 
-	earlier, err := spoolEvents(spool)
+	earlier, damaged, err := e.spoolEvents(spool)
 	if err != nil {
 		return err
 	}
@@ -57,11 +56,13 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 	}
 
 	d := e.drain(ctx, spool)
+	d.damaged += damaged
 	e.prog.done()
-	waiting, err := spoolEvents(spool)
+	waiting, damaged, err := e.spoolEvents(spool)
 	if err != nil {
 		return err
 	}
+	d.damaged += damaged
 	if d.failure != nil && !closedPipe(d.failure) && ctx.Err() == nil {
 		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(deliveryError(d.failure).Error()))
 	}
@@ -82,10 +83,11 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		if opts.To != "" {
 			flush += " --to " + opts.To
 		}
-		msg += fmt.Sprintf("; %s wait in the spool %s (%s to send them)", plural(waiting, "event"), dir, flush)
+		verb := "wait"
 		if waiting == 1 {
-			msg = strings.Replace(msg, "1 event wait ", "1 event waits ", 1)
+			verb = "waits"
 		}
+		msg += fmt.Sprintf("; %s %s in the spool %s (%s to send them)", plural(waiting, "event"), verb, dir, flush)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -99,9 +101,15 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 }
 
 // strictError is an event that does not pass lint with --strict.
-type strictError struct{ n int }
+type strictError struct {
+	n       int  // the event's number
+	spooled bool // found while spooling: nothing at all was sent
+}
 
 func (e *strictError) Error() string {
+	if e.spooled {
+		return fmt.Sprintf("event %d does not pass lint (--strict); nothing was sent", e.n)
+	}
 	return fmt.Sprintf("event %d does not pass lint (--strict); nothing more is sent", e.n)
 }
 
@@ -149,7 +157,7 @@ func (e *emitter) spoolAll(ctx context.Context, spool *outbox.Spool) (int, error
 						return n, errors.Join(err, derr)
 					}
 				}
-				return 0, fmt.Errorf("event %d does not pass lint (--strict); nothing was sent", se.n)
+				return 0, &strictError{n: se.n, spooled: true}
 			}
 			entry = entry[:len(entry)-len(entry)%group] // the batch holding the bad event is not sent
 			if serr := store(); serr != nil {
@@ -166,24 +174,31 @@ func (e *emitter) spoolAll(ctx context.Context, spool *outbox.Spool) (int, error
 	}
 }
 
-// spoolEvents counts the events in the spool.
-func spoolEvents(spool *outbox.Spool) (int, error) {
+// spoolEvents counts the events in the spool, and the entries that failed their checks,
+// which it reports: the spool has moved them aside.
+func (e *emitter) spoolEvents(spool *outbox.Spool) (events, damaged int, err error) {
 	es, err := spool.Pending()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
 	for _, en := range es {
 		evs, err := en.Events()
 		if errors.Is(err, outbox.ErrCorrupt) {
-			continue // moved aside; drain reports it
+			e.warnDamaged(err)
+			damaged++
+			continue
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n += len(evs)
+		events += len(evs)
 	}
-	return n, nil
+	return events, damaged, nil
+}
+
+// warnDamaged reports a spool entry that failed its checks.
+func (e *emitter) warnDamaged(err error) {
+	fmt.Fprintf(e.opts.streams.ErrOut, "evtctl: warning: %s\n", safeText(err.Error()))
 }
 
 // drainResult is what became of a drain.
@@ -250,7 +265,7 @@ dispatch:
 		}
 		events, err := en.Events()
 		if errors.Is(err, outbox.ErrCorrupt) {
-			fmt.Fprintf(e.opts.streams.ErrOut, "evtctl: warning: %v\n", err)
+			e.warnDamaged(err)
 			d.mu.Lock()
 			d.res.damaged++
 			d.mu.Unlock()

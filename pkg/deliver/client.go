@@ -202,14 +202,19 @@ var (
 // attempt, and an error unless it was delivered: one that wraps a *StatusError when the
 // receiver answered (ErrGone for a 410), or context.Cause(ctx) when ctx ended.
 func (c *Client) Do(ctx context.Context, req Request) (Attempt, error) {
+	var last error // the failure before this attempt
 	for n := 1; ; n++ {
 		a := c.Attempt(ctx, req)
 		switch a.Verdict {
 		case Delivered:
 			return a, nil
 		case Abandoned:
-			return a, fmt.Errorf("%w (last failure: %v)", context.Cause(ctx), a.Err)
+			if last != nil {
+				return a, fmt.Errorf("%w (last failure: %v)", context.Cause(ctx), last)
+			}
+			return a, context.Cause(ctx)
 		case Retry:
+			last = a.Err
 		default:
 			return a, a.Err
 		}
@@ -276,14 +281,14 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 			}
 		case "Content-Type": // the body's alone
 		default:
-			req.Header[http.CanonicalHeaderKey(k)] = v
+			req.Header[k] = v
 		}
 	}
 	for k, v := range r.Header {
-		req.Header[http.CanonicalHeaderKey(k)] = v
+		req.Header[k] = v
 	}
 	for k, v := range r.Private {
-		req.Header[http.CanonicalHeaderKey(k)] = v
+		req.Header[k] = v
 	}
 	if c.cfg.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
@@ -388,7 +393,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if !sameOrigin(req.URL, c.url) {
 		for k := range req.Header {
-			if h == nil || !h.keep[k] {
+			if h == nil || !h.keep[http.CanonicalHeaderKey(k)] {
 				delete(req.Header, k)
 			}
 		}
