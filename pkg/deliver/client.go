@@ -112,9 +112,6 @@ func NewClient(cfg Config) (*Client, error) {
 // Where returns the receiver's URL without a password, for messages.
 func (c *Client) Where() string { return c.where }
 
-// Policy returns the client's policy.
-func (c *Client) Policy() Policy { return c.policy }
-
 // Request is one request to the receiver.
 type Request struct {
 	// Method is POST unless set.
