@@ -10,6 +10,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +26,6 @@ import (
 	"github.com/evtctl/evtctl/pkg/eventgen"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/lint"
-	"github.com/evtctl/evtctl/pkg/outbox"
 )
 
 type emitOptions struct {
@@ -83,11 +83,18 @@ hello%20world): send them structured mode, or binary mode with --header-encoding
 sends values as they are and refuses a value that cannot go in a header unencoded (non-ASCII,
 a control character, a space at either end).
 
-Delivery: transport errors and 5xx are retried with backoff; 429 and 503 honour Retry-After;
-any other 4xx is not retried and the receiver's reason is printed; 410 Gone stops. With
---spool DIR each request's events are written durably to DIR before they are sent and removed
-after a 2xx, so an interrupted emit or a node that is down loses nothing: --flush DIR sends what
-is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
+Delivery follows the CloudEvents webhook rules: transport errors, timeouts and 500, 502, 503,
+504 and 429 are retried with backoff (--max-attempts), after the receiver's Retry-After when it
+gives one; any other reply is final and the receiver's reason is printed; 410 Gone stops. 307
+and 308 redirects are followed (at most 5); the token and the -H headers are not sent on to
+another origin, and a redirect from https to http is refused.
+
+With --spool DIR every event is written durably to DIR before any is sent, and taken out once
+delivered: an interrupted emit or a node that is down loses nothing, and the last message says
+how many events wait; --flush DIR sends them (and what earlier runs left, which a --spool run
+also sends first). Events the receiver refuses for themselves (400, 413, 422) go to
+DIR/dead-letter.jsonl and the others are still sent; any other failure stops the run. Ids stay
+the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop --data '{"total": 12.5}'
   evtctl emit --count 1000 --rate 200 --type org.example.test.v1 --source /load --data '{"n": {{.Seq}}}'
   evtctl emit --file events.jsonl --mode batch --batch-size 500
@@ -120,7 +127,7 @@ is pending. Ids stay the same on resend, so an evtctl node acknowledges repeats 
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
 	f.Float64Var(&opts.Rate, "rate", 0, "events per second, spread evenly (0: as fast as the receiver takes them)")
 	f.StringVar(&opts.File, "file", "", "send the CloudEvents in this JSON-lines file (- for stdin)")
-	f.StringVar(&opts.Spool, "spool", "", "write events durably to this directory before sending; remove them once delivered")
+	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
 	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
 	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
@@ -233,6 +240,31 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		tr.TLSClientConfig = tlsCfg
 		hc = &http.Client{Transport: tr}
 	}
+	h, err := o.headers()
+	if err != nil {
+		return nil, err
+	}
+	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
+	enc, err := o.HeaderEncoding.get(o.Mode)
+	if err != nil {
+		return nil, err
+	}
+	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
+	policy := deliver.WebhookPolicy()
+	policy.Backoff.MaxAttempts = o.MaxAttempts
+	s, err := deliver.New(deliver.Options{
+		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
+		Policy: &policy, UserAgent: "evtctl/" + versionString(),
+		OnRetry: o.reportRetry,
+	})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return s, nil
+}
+
+// headers parses the -H flags.
+func (o *emitOptions) headers() (http.Header, error) {
 	h := http.Header{}
 	for _, kv := range o.Headers {
 		k, v, ok := strings.Cut(kv, ":")
@@ -241,22 +273,12 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		}
 		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
-	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
-	enc, err := o.HeaderEncoding.get(o.Mode)
-	if err != nil {
-		return nil, err
-	}
-	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
-		Backoff: deliver.Backoff{MaxAttempts: o.MaxAttempts},
-		OnRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
-		},
-	})
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return s, nil
+	return h, nil
+}
+
+// reportRetry tells of a failed attempt that will be retried.
+func (o *emitOptions) reportRetry(attempt int, delay time.Duration, err error) {
+	fmt.Fprintf(o.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
 }
 
 // targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
@@ -288,7 +310,7 @@ func (o *emitOptions) source() (source, error) {
 				fmt.Fprintf(o.streams.ErrOut, "event %d: %s\n", n, f)
 			}
 			if lint.HasErrors(fs) {
-				return nil, fmt.Errorf("event %d does not pass lint (--strict); nothing more is sent", n)
+				return nil, &strictError{n: n}
 			}
 		}
 		return b, nil
@@ -393,13 +415,20 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	if err != nil {
 		return err
 	}
-	ss := &signalSender{
-		url: opts.Signal, format: opts.SignalFormat, maxAttempts: opts.MaxAttempts,
-		hc: &http.Client{Timeout: opts.Timeout},
-		onRetry: func(attempt int, delay time.Duration, err error) {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s; retrying in %s (attempt %d)\n", safeText(err.Error()), delay.Round(100*time.Millisecond), attempt)
-		},
+	h, err := opts.headers()
+	if err != nil {
+		return err
 	}
+	policy := deliver.EventedAPIPolicy()
+	policy.Backoff.MaxAttempts = opts.MaxAttempts
+	c, err := deliver.NewClient(deliver.Config{
+		URL: opts.Signal, Policy: &policy, Header: h, Timeout: opts.Timeout,
+		UserAgent: "evtctl/" + versionString(), OnRetry: opts.reportRetry,
+	})
+	if err != nil {
+		return usagef("--signal: %v", err)
+	}
+	ss := &signalSender{format: opts.SignalFormat, c: c}
 	var lim *rate.Limiter
 	if opts.Rate > 0 {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
@@ -442,116 +471,121 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 	if err != nil {
 		return err
 	}
-	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	out := bufio.NewWriter(opts.streams.Out)
-	defer out.Flush()
-	sent, dups := 0, 0
-	start := time.Now()
+	e := newEmitter(opts, s)
+	defer e.out.Flush()
+	if opts.Spool != "" || opts.Flush != "" {
+		return e.runSpooled(ctx)
+	}
+	return e.runDirect(ctx)
+}
+
+// emitter delivers the events of one run and reports each accepted one.
+type emitter struct {
+	opts    *emitOptions
+	s       *deliver.Sender
+	jsonOut bool
+	start   time.Time
+	prog    *progress
+
+	mu         sync.Mutex // guards out, prog and the counts
+	out        *bufio.Writer
+	sent, dups int
+}
+
+func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
+	e := &emitter{
+		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.streams.Out),
+		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
+	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
-	prog := newProgress(opts.streams, "sent", "events")
-	prog.on = prog.on && !opts.streams.IsStdoutTTY()
-	if opts.File == "" && opts.Flush == "" {
-		prog.total = max(opts.Count, 1)
-	}
-	report := func(events [][]byte, res []deliver.Result) error {
-		prog.add(len(res))
-		for i, r := range res {
-			id := eventID(events[i])
-			sent++
+	e.prog = newProgress(opts.streams, "sent", "events")
+	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
+	return e
+}
+
+// report writes a line for each event the receiver accepted.
+func (e *emitter) report(events [][]byte, res []deliver.Result) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.prog.add(len(res))
+	for i, r := range res {
+		id := eventID(events[i])
+		e.sent++
+		if r.Duplicate {
+			e.dups++
+		}
+		if e.jsonOut {
+			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
+			e.out.Write(append(b, '\n'))
+		} else {
+			line := fmt.Sprintf("sent %s (%d)", id, r.Status)
+			if r.Cursor != "" {
+				line += " at " + r.Cursor
+			}
 			if r.Duplicate {
-				dups++
+				line += ", a duplicate of an event already there"
 			}
-			if jsonOut {
-				b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
-				out.Write(append(b, '\n'))
-			} else {
-				line := fmt.Sprintf("sent %s (%d)", id, r.Status)
-				if r.Cursor != "" {
-					line += " at " + r.Cursor
-				}
-				if r.Duplicate {
-					line += ", a duplicate of an event already there"
-				}
-				fmt.Fprintln(out, line)
-			}
+			fmt.Fprintln(e.out, line)
 		}
-		return out.Flush()
 	}
-	var spool *outbox.Spool
-	if dir := firstNonEmpty(opts.Spool, opts.Flush); dir != "" {
-		if spool, err = outbox.Open(dir); err != nil {
-			return err
-		}
-		defer spool.Close()
+	return e.out.Flush()
+}
+
+// delivered returns how many events the receiver has accepted so far.
+func (e *emitter) delivered() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sent
+}
+
+// finish closes a successful run.
+func (e *emitter) finish() {
+	e.prog.done()
+	e.opts.summary(e.prog, e.sent, e.dups, e.start)
+}
+
+// group returns how many events go in one request.
+func (o *emitOptions) group() int {
+	if o.Mode == "batch" {
+		return o.BatchSize
 	}
-	send := func(events [][]byte) error {
-		res, err := s.Send(ctx, events)
-		if err != nil {
-			return deliveryError(err)
-		}
-		return report(events, res)
-	}
-	if opts.Flush != "" {
-		pending, err := spool.Pending()
-		if err != nil {
-			return err
-		}
-		for _, e := range pending {
-			events, err := e.Events()
-			if err != nil {
-				return err
-			}
-			if err := send(events); err != nil {
-				return err
-			}
-			if err := spool.Done(e); err != nil {
-				return err
-			}
-		}
-		prog.done()
-		opts.summary(prog, sent, dups, start)
+	return 1
+}
+
+// limiter paces the requests for --rate, or returns nil.
+func (o *emitOptions) limiter() *rate.Limiter {
+	if o.Rate <= 0 {
 		return nil
 	}
+	return rate.NewLimiter(rate.Limit(o.Rate), o.group())
+}
 
+// runDirect sends the events as they are read, without a spool: a failure that stops the
+// run leaves the rest unsent, and the message says how many.
+func (e *emitter) runDirect(ctx context.Context) error {
+	opts := e.opts
 	next, err := opts.source()
 	if err != nil {
 		return err
 	}
-	group := 1
-	if opts.Mode == "batch" {
-		group = opts.BatchSize
+	if opts.File == "" {
+		e.prog.total = max(opts.Count, 1)
 	}
-	var lim *rate.Limiter
-	if opts.Rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(opts.Rate), group)
-	}
-	// The reader makes groups of events (spooling each before it is sent); --concurrency
-	// senders deliver them. With one sender, events arrive in order.
-	type job struct {
-		events [][]byte
-		entry  outbox.Entry
-	}
-	jobs := make(chan job, opts.Concurrency)
+	group, lim := opts.group(), opts.limiter()
+	// The reader makes groups of events; --concurrency senders deliver them. With one
+	// sender, events arrive in order.
+	jobs := make(chan [][]byte, opts.Concurrency)
 	g, gctx := errgroup.WithContext(ctx)
-	var mu sync.Mutex // report writes to stdout
 	for range opts.Concurrency {
 		g.Go(func() error {
-			for j := range jobs {
-				res, err := s.Send(gctx, j.events)
-				if err != nil {
-					return deliveryError(err)
+			for events := range jobs {
+				res, err := e.s.Send(gctx, events)
+				if rerr := e.report(events, res); err == nil {
+					err = rerr
 				}
-				mu.Lock()
-				err = report(j.events, res)
-				mu.Unlock()
 				if err != nil {
 					return err
-				}
-				if spool != nil {
-					if err := spool.Done(j.entry); err != nil {
-						return err
-					}
 				}
 			}
 			return nil
@@ -584,15 +618,8 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 						return err
 					}
 				}
-				j := job{events: events}
-				if spool != nil {
-					var err error
-					if j.entry, err = spool.Put(events); err != nil {
-						return err
-					}
-				}
 				select {
-				case jobs <- j:
+				case jobs <- events:
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -606,18 +633,54 @@ func runEmit(ctx context.Context, opts *emitOptions) error {
 	case sendErr != nil && closedPipe(sendErr):
 		return nil
 	case sendErr != nil:
-		return sendErr
+		e.prog.done()
+		if ctx.Err() == nil {
+			e.notSent()
+		}
+		return deliveryError(sendErr)
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
-		if sent > 0 {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %d events were sent before the one that failed\n", sent)
+		e.prog.done()
+		if n := e.delivered(); n > 0 {
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", wasWere(n, "event"))
 		}
 		return readErr
 	case readErr != nil:
 		return readErr
 	}
-	prog.done()
-	opts.summary(prog, sent, dups, start)
+	e.finish()
 	return nil
+}
+
+// notSent says, after a failed delivery without a spool, what did not reach the receiver.
+func (e *emitter) notSent() {
+	n := e.delivered()
+	w := e.opts.streams.ErrOut
+	if e.opts.File == "" {
+		total := max(e.opts.Count, 1)
+		fmt.Fprintf(w, "evtctl: delivered %d of %s; %s not sent\n", n, plural(total, "event"), wasWere(total-n, ""))
+		return
+	}
+	fmt.Fprintf(w, "evtctl: delivered %s; the rest of --file %s was not sent\n", plural(n, "event"), e.opts.File)
+}
+
+// plural returns "1 event", "2 events".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// wasWere returns "1 event was", "2 events were"; with no noun, "1 was", "2 were".
+func wasWere(n int, noun string) string {
+	s := strconv.Itoa(n)
+	if noun != "" {
+		s = plural(n, noun)
+	}
+	if n == 1 {
+		return s + " was"
+	}
+	return s + " were"
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -626,9 +689,13 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 		return
 	}
 	el := time.Since(start)
-	fmt.Fprintf(o.streams.ErrOut, "sent %d events in %s (%.0f/s)", sent, el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
+	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
 	if dups > 0 {
-		fmt.Fprintf(o.streams.ErrOut, "; %d were duplicates the node already had", dups)
+		if dups == 1 {
+			fmt.Fprint(o.streams.ErrOut, "; 1 was a duplicate the node already had")
+		} else {
+			fmt.Fprintf(o.streams.ErrOut, "; %d were duplicates the node already had", dups)
+		}
 	}
 	fmt.Fprintln(o.streams.ErrOut)
 }

@@ -69,7 +69,8 @@ waiting for a retry never hold up new ones; at most --concurrency deliveries are
 After the last tier or --max-attempts the event is dead-lettered, as is an event answered
 with any other 4xx. A 429 with Retry-After pauses every delivery for that long. 307 and 308
 redirects are followed with the same method and body (at most 5); on a redirect to another
-origin, Authorization, Cookie, the -H headers and the signature are not sent on. 410 Gone
+origin, Authorization, Cookie, the -H headers and the signature are not sent on, and a
+redirect from https to http is not followed (the event is dead-lettered). 410 Gone
 stops forwarding for good: it is recorded, and forward refuses to start again until the
 record is removed.
 

@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -53,5 +54,89 @@ func TestWriteOverDirectoryLeavesNothing(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Fatalf("the failed write left %v", entries)
+	}
+}
+
+func TestTryLockExcludes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "LOCK")
+	l, err := TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Path() != path {
+		t.Errorf("Path() = %q", l.Path())
+	}
+	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second TryLock: %v, want ErrLocked", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Errorf("unlocking twice: %v", err)
+	}
+	l2, err := TryLock(path)
+	if err != nil {
+		t.Fatalf("after Unlock: %v", err)
+	}
+	l2.Unlock()
+}
+
+func TestTryLockMissingDirectory(t *testing.T) {
+	if _, err := TryLock(filepath.Join(t.TempDir(), "no", "LOCK")); err == nil || errors.Is(err, ErrLocked) {
+		t.Fatalf("err = %v, want a failure that is not ErrLocked", err)
+	}
+}
+
+func TestRemoveTempsLeavesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(filepath.Join(dir, "state.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	// What a crash between CreateTemp and Rename leaves, and files that only look alike.
+	f, err := os.CreateTemp(dir, ".state.json.tmp*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if !IsTemp(filepath.Base(f.Name())) {
+		t.Fatalf("IsTemp(%q) = false", filepath.Base(f.Name()))
+	}
+	keep := []string{"state.json", "x.tmp", ".x.tmp", ".hidden", "0000000000000001.entry"}
+	for _, name := range keep[1:] {
+		if IsTemp(name) {
+			t.Errorf("IsTemp(%q) = true", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := RemoveTemps(dir)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveTemps = %d, %v; want 1", n, err)
+	}
+	des, _ := os.ReadDir(dir)
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	if len(names) != len(keep) {
+		t.Errorf("left %v, want %v", names, keep)
+	}
+}
+
+func TestSyncDir(t *testing.T) {
+	if err := SyncDir(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncDir(filepath.Join(t.TempDir(), "missing")); err == nil && runtime.GOOS != "windows" {
+		t.Fatal("syncing a missing directory succeeded")
+	}
+}
+
+func TestCRC32C(t *testing.T) {
+	// The check value of CRC-32C.
+	if got := CRC32C([]byte("123456789")); got != 0xe3069283 {
+		t.Fatalf("CRC32C = %08x, want e3069283", got)
 	}
 }

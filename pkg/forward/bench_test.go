@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 	"github.com/evtctl/evtctl/pkg/deliver"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkForward(b *testing.B) {
 					}
 					opts.DeadLetter = filepath.Join(dir, "dead.jsonl")
 					cp := filepath.Join(dir, "checkpoint")
-					opts.Checkpoint = func(c string) error { return writeFileAtomic(cp, []byte(c)) }
+					opts.Checkpoint = func(c string) error { return atomicfile.Write(cp, []byte(c)) }
 				}
 				f, err := New(opts)
 				if err != nil {

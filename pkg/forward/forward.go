@@ -2,8 +2,9 @@
 // fairness between new and retried events, a durable retry store and a checkpoint that never
 // passes an event that was not delivered, dead-lettered or stored for a retry.
 //
-// Events are read in log order. Each is sent as a CloudEvent (Target.Mode); a 2xx delivers
-// it. 500, 502, 503, 504, 429 and transport failures move it to the next retry tier, to be
+// Events are read in log order. Each is sent as a CloudEvent (Target.Mode) through
+// deliver's Client, whose deliver.WebhookPolicy says what a reply means: a 2xx delivers it;
+// 500, 502, 503, 504, 429 and transport failures move it to the next retry tier, to be
 // tried again when that tier's delay has passed (or the reply's Retry-After, when that is
 // later); after the last tier, or MaxAttempts, it is dead-lettered, as is an event answered
 // with any other status. 410 Gone stops forwarding for good. Events waiting in a tier never
@@ -30,6 +31,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/deliver"
 )
 
 // Defaults.
@@ -169,6 +171,7 @@ type DeadLetter struct {
 // Forwarder forwards events to one target.
 type Forwarder struct {
 	opts   Options
+	policy deliver.Policy // the webhook's, with the tiers as its backoff
 	sender *sender
 }
 
@@ -205,15 +208,17 @@ func New(opts Options) (*Forwarder, error) {
 	if opts.State != nil && opts.Checkpoint == nil {
 		return nil, errors.New("a State needs a Checkpoint: the journal is pruned as the checkpoint moves")
 	}
-	s, err := newSender(opts.Target, opts.Concurrency)
+	policy := deliver.WebhookPolicy()
+	policy.Backoff = deliver.Backoff{Tiers: opts.Delays, MaxAttempts: opts.MaxAttempts}
+	s, err := newSender(opts.Target, opts.Concurrency, policy)
 	if err != nil {
 		return nil, err
 	}
-	return &Forwarder{opts: opts, sender: s}, nil
+	return &Forwarder{opts: opts, policy: policy, sender: s}, nil
 }
 
 // Target returns the receiver's URL, without a password.
-func (f *Forwarder) Target() string { return f.sender.where }
+func (f *Forwarder) Target() string { return f.sender.where() }
 
 // delivery is an event on its way.
 type delivery struct {
@@ -238,7 +243,7 @@ func newDelivery(cursor string, event []byte) *delivery {
 // outcome is a settled attempt on its way to durable storage.
 type outcome struct {
 	d       *delivery
-	res     attemptResult
+	res     deliver.Attempt
 	outcome Outcome
 	tier    int
 	due     time.Time
@@ -249,7 +254,7 @@ type outcome struct {
 
 type workResult struct {
 	d   *delivery
-	res attemptResult
+	res deliver.Attempt
 }
 
 type persistReq struct {
@@ -538,16 +543,16 @@ func (r *run) settle(wr workResult, now time.Time) {
 	r.running--
 	d, res := wr.d, wr.res
 	o := &outcome{d: d, res: res}
-	switch res.verdict() {
-	case abandoned:
+	switch res.Verdict {
+	case deliver.Abandoned:
 		d.attempts--
 		r.slots--
 		return // still to be delivered: unsettled, or still in the store
-	case gone:
+	case deliver.Gone:
 		r.slots--
 		if !r.wentGone {
 			r.wentGone = true
-			g := GoneRecord{Target: r.f.sender.where, Time: now.UTC(), ID: d.id, Cursor: d.cursor, Reason: res.Reason}
+			g := GoneRecord{Target: r.f.sender.where(), Time: now.UTC(), ID: d.id, Cursor: d.cursor, Reason: res.Reason}
 			ge := &GoneError{Record: g}
 			if st := r.opts.State; st != nil {
 				r.gone, ge.Path = &g, st.GonePath()
@@ -558,21 +563,18 @@ func (r *run) settle(wr workResult, now time.Time) {
 				Status: res.Status, Latency: res.Latency, Attempt: d.attempts, Reason: res.Reason, Redirects: res.Redirects})
 		}
 		return
-	case delivered:
+	case deliver.Delivered:
 		o.outcome = OutcomeDelivered
 		o.rec = &record{Op: opDone, Cursor: d.cursor}
-	case retryable:
+	case deliver.Retry:
 		if res.Status == 429 && res.HasRetryAfter {
 			// A rate limit is the receiver's, not the event's: pause every delivery.
 			r.pausedUntil = later(r.pausedUntil, now.Add(res.RetryAfter))
 		}
-		if d.attempts < r.opts.MaxAttempts {
+		if d.attempts < r.f.policy.Attempts() {
 			o.outcome = OutcomeRetry
 			o.tier = min(d.tier+1, len(r.opts.Delays))
-			wait := r.opts.Delays[o.tier-1]
-			if res.HasRetryAfter {
-				wait = max(wait, res.RetryAfter)
-			}
+			wait := r.f.policy.Wait(o.tier, res)
 			o.due, o.wait = now.Add(wait), wait
 			o.rec = &record{Op: opRetry, Cursor: d.cursor, Tier: o.tier, Attempts: d.attempts, Due: o.due.UTC(),
 				Status: res.Status, Reason: truncate(res.Reason, maxReasonLen)}
@@ -582,16 +584,16 @@ func (r *run) settle(wr workResult, now time.Time) {
 			break
 		}
 		o.outcome = OutcomeDeadLetter
-	case failed:
+	default: // deliver.Failed
 		o.outcome = OutcomeDeadLetter
 	}
 	if o.outcome == OutcomeDeadLetter {
 		o.rec = &record{Op: opDone, Cursor: d.cursor}
 		reason := res.Reason
-		if res.verdict() == retryable {
+		if res.Verdict == deliver.Retry {
 			reason = fmt.Sprintf("gave up after %d attempts; the last: %s", d.attempts, res.Reason)
 		}
-		dl := DeadLetter{Time: now.UTC(), Target: r.f.sender.where, Cursor: d.cursor, ID: d.id, Source: d.source, Type: d.typ,
+		dl := DeadLetter{Time: now.UTC(), Target: r.f.sender.where(), Cursor: d.cursor, ID: d.id, Source: d.source, Type: d.typ,
 			Status: res.Status, Reason: reason, Attempts: d.attempts}
 		if json.Valid(d.event) {
 			dl.Event = d.event

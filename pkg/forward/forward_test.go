@@ -371,7 +371,7 @@ func TestRedirects(t *testing.T) {
 				loops++
 			}
 		}
-		if loops != MaxRedirects || !slices.Equal(h.outcomes("e3"), []Outcome{OutcomeDeadLetter}) {
+		if loops != deliver.DefaultMaxRedirects || !slices.Equal(h.outcomes("e3"), []Outcome{OutcomeDeadLetter}) {
 			t.Errorf("loop: %d hops, outcomes %v", loops, h.outcomes("e3"))
 		}
 	})

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 // The journal is a text file: a header line, then one record per line, each a CRC-32C (8 hex
@@ -30,8 +31,6 @@ const (
 	maxTier      = 1 << 16
 	maxReasonLen = 1024
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Record ops.
 const (
@@ -57,7 +56,7 @@ func appendRecord(b []byte, r *record) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	b = fmt.Appendf(b, "%08x ", crc32.Checksum(js, castagnoli))
+	b = fmt.Appendf(b, "%08x ", atomicfile.CRC32C(js))
 	b = append(b, js...)
 	return append(b, '\n'), nil
 }
@@ -72,7 +71,7 @@ func decodeLine(line []byte) (*record, error) {
 		return nil, errors.New("not a record line")
 	}
 	js := line[9:]
-	if uint32(sum) != crc32.Checksum(js, castagnoli) {
+	if uint32(sum) != atomicfile.CRC32C(js) {
 		return nil, errors.New("checksum mismatch")
 	}
 	var r record

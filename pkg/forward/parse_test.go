@@ -108,23 +108,3 @@ func TestSignStandardWebhooksVector(t *testing.T) {
 		t.Errorf("headers %v", h)
 	}
 }
-
-func TestVerdicts(t *testing.T) {
-	for status, want := range map[int]verdict{
-		200: delivered, 201: delivered, 202: delivered, 204: delivered,
-		500: retryable, 502: retryable, 503: retryable, 504: retryable, 429: retryable,
-		410: gone,
-		400: failed, 401: failed, 403: failed, 404: failed, 409: failed, 413: failed, 415: failed,
-		501: failed, 505: failed, 301: failed, 302: failed, 303: failed,
-	} {
-		if got := (attemptResult{Status: status}).verdict(); got != want {
-			t.Errorf("status %d: verdict %d, want %d", status, got, want)
-		}
-	}
-	if (attemptResult{Err: errTooManyRedirects}).verdict() != failed {
-		t.Error("a redirect loop is retried")
-	}
-	if (attemptResult{Err: http.ErrHandlerTimeout}).verdict() != retryable {
-		t.Error("a transport failure is not retried")
-	}
-}

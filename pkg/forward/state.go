@@ -11,8 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/evtctl/evtctl/pkg/atomicfile"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -36,7 +34,7 @@ var ErrLocked = errors.New("another evtctl forward is using this state directory
 // The checkpoint file itself is kept by the caller (Options.Checkpoint), beside it.
 type State struct {
 	dir   string
-	lock  *flock.Flock
+	lock  *atomicfile.Lock
 	f     *os.File // the journal, open for appending
 	size  int64    // the journal's length
 	dirty bool     // appended to since the last fsync
@@ -54,15 +52,18 @@ func OpenState(dir string) (*State, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	lock := flock.New(filepath.Join(dir, lockName))
-	ok, err := lock.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("state directory %s: locking: %w", dir, err)
-	}
-	if !ok {
+	lock, err := atomicfile.TryLock(filepath.Join(dir, lockName))
+	if errors.Is(err, atomicfile.ErrLocked) {
 		return nil, fmt.Errorf("state directory %s: %w", dir, ErrLocked)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	s := &State{dir: dir, lock: lock}
+	if _, err := atomicfile.RemoveTemps(dir); err != nil { // left by a crash in a rewrite
+		lock.Unlock()
+		return nil, fmt.Errorf("state: %w", err)
+	}
 	data, err := os.ReadFile(s.journalPath())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -109,7 +110,7 @@ func (s *State) Close() error {
 		err = s.f.Close()
 		s.f = nil
 	}
-	if uerr := s.lock.Close(); err == nil {
+	if uerr := s.lock.Unlock(); err == nil {
 		err = uerr
 	}
 	return err
@@ -147,7 +148,10 @@ func (s *State) setGone(g *GoneRecord) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.GonePath(), append(b, '\n'))
+	if err := atomicfile.Write(s.GonePath(), append(b, '\n')); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
 }
 
 // entries returns the events in the retry store, and the events settled after the checkpoint.
@@ -241,30 +245,14 @@ func (s *State) compact() error {
 		s.f.Close()
 		s.f = nil
 	}
-	if err := writeFileAtomic(s.journalPath(), buf); err != nil {
-		return err
+	if err := atomicfile.Write(s.journalPath(), buf); err != nil {
+		return fmt.Errorf("state: %w", err)
 	}
 	f, err := os.OpenFile(s.journalPath(), os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
 	s.f, s.size, s.dirty = f, int64(len(buf)), false
-	return nil
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves the old or the new.
-func writeFileAtomic(path string, data []byte) error {
-	if err := atomicfile.Write(path, data); err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
-	return nil
-}
-
-// syncDir makes the creation, renaming and removal of files in dir durable.
-func syncDir(dir string) error {
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("state: %w", err)
-	}
 	return nil
 }
 
@@ -290,9 +278,9 @@ func openDeadLetters(path string) (*deadLetters, error) {
 		}
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 			f.Close()
-			return nil, err
+			return nil, fmt.Errorf("dead-letter file: %w", err)
 		}
 	}
 	return &deadLetters{f: f}, nil

@@ -78,8 +78,9 @@ func TestOutboxDeliversOnce(t *testing.T) {
 
 	down := httptest.NewServer(nil)
 	down.Close()
-	dead, err := deliver.New(deliver.Options{URL: down.URL + "/events", Mode: deliver.Binary,
-		Backoff: deliver.Backoff{Initial: time.Millisecond, MaxAttempts: 2}})
+	quick := deliver.WebhookPolicy()
+	quick.Backoff = deliver.Backoff{Initial: time.Millisecond, MaxAttempts: 2}
+	dead, err := deliver.New(deliver.Options{URL: down.URL + "/events", Mode: deliver.Binary, Policy: &quick})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,8 @@
 // Package outbox is a durable spool of CloudEvents batches written before they are sent (a transactional outbox).
 //
-// Each batch is one file in the spool directory, written to a temporary
-// file, synced, renamed into place and made durable by syncing the
-// directory. A file holds a header line with the event count, the payload
+// Each batch is one file in the spool directory, written atomically and
+// durably (atomicfile.Write: a synced temporary file renamed into place, then
+// the directory synced). A file holds a header line with the event count, the payload
 // length and a CRC-32C of the payload, then one compact JSON event per
 // line:
 //
@@ -13,6 +13,10 @@
 // Delivery is at least once: an entry is removed (Done) only after the
 // target accepted it, so a crash between the two resends it; stable event
 // ids make that harmless against a receiver's duplicate suppression.
+//
+// Events a receiver refused for themselves can be moved to the spool's
+// dead-letter file (AddDeadLetters), JSON lines beside the entries, so that
+// they neither block the others nor vanish.
 package outbox
 
 import (
@@ -20,30 +24,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/gofrs/flock"
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 const (
 	entrySuffix = ".entry"
 	badSuffix   = ".bad"
-	tempPrefix  = "put-"
-	tempSuffix  = ".tmp"
-	lockName    = ".lock"
-	magic       = "evtctl-outbox"
-	version     = "v1"
+	// An interrupted Put of an earlier version left files named put-*.tmp.
+	oldTempPrefix = "put-"
+	oldTempSuffix = ".tmp"
+	lockName      = ".lock"
+	magic         = "evtctl-outbox"
+	version       = "v1"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var (
 	// ErrLocked is returned by Open when another Spool, in this process or
@@ -60,7 +62,7 @@ var (
 // Spool. Its methods are safe for concurrent use.
 type Spool struct {
 	dir  string
-	lock *flock.Flock
+	lock *atomicfile.Lock
 
 	mu     sync.Mutex
 	seq    uint64 // last sequence number used
@@ -86,13 +88,12 @@ func Open(dir string) (*Spool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
-	lock := flock.New(filepath.Join(dir, lockName))
-	ok, err := lock.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("outbox: locking %s: %w", dir, err)
-	}
-	if !ok {
+	lock, err := atomicfile.TryLock(filepath.Join(dir, lockName))
+	if errors.Is(err, atomicfile.ErrLocked) {
 		return nil, fmt.Errorf("outbox: %s: %w", dir, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	s := &Spool{dir: dir, lock: lock}
 	if err := s.recover(); err != nil {
@@ -105,6 +106,9 @@ func Open(dir string) (*Spool, error) {
 // recover removes temporary files and finds the last sequence number used,
 // counting entries moved aside so that their names are never reused.
 func (s *Spool) recover() error {
+	if _, err := atomicfile.RemoveTemps(s.dir); err != nil {
+		return fmt.Errorf("outbox: removing an unfinished write: %w", err)
+	}
 	des, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("outbox: %w", err)
@@ -112,7 +116,7 @@ func (s *Spool) recover() error {
 	for _, de := range des {
 		name := de.Name()
 		switch {
-		case strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix):
+		case strings.HasPrefix(name, oldTempPrefix) && strings.HasSuffix(name, oldTempSuffix):
 			if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("outbox: removing an unfinished write: %w", err)
 			}
@@ -146,23 +150,10 @@ func (s *Spool) Dir() string { return s.dir }
 // Put durably stores a batch of events (each one CloudEvent in JSON
 // format) before it is sent. When Put returns, the entry survives a crash.
 func (s *Spool) Put(events [][]byte) (Entry, error) {
-	if len(events) == 0 {
-		return Entry{}, errors.New("outbox: no events to store")
+	data, err := encodeEntry(events)
+	if err != nil {
+		return Entry{}, err
 	}
-	var payload bytes.Buffer
-	for i, ev := range events {
-		mark := payload.Len()
-		if err := compact(&payload, ev); err != nil {
-			return Entry{}, fmt.Errorf("outbox: event %d: %w", i, err)
-		}
-		if payload.Bytes()[mark] != '{' {
-			return Entry{}, fmt.Errorf("outbox: event %d is not a JSON object", i)
-		}
-		payload.WriteByte('\n')
-	}
-	header := fmt.Sprintf("%s %s events=%d bytes=%d crc32c=%08x\n",
-		magic, version, len(events), payload.Len(), crc32.Checksum(payload.Bytes(), castagnoli))
-
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -172,33 +163,55 @@ func (s *Spool) Put(events [][]byte) (Entry, error) {
 	name := entryName(s.seq)
 	s.mu.Unlock()
 
-	f, err := os.CreateTemp(s.dir, tempPrefix+"*"+tempSuffix)
-	if err != nil {
+	path := filepath.Join(s.dir, name)
+	if err := atomicfile.Write(path, data); err != nil {
 		return Entry{}, fmt.Errorf("outbox: %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.WriteString(header)
-	if err == nil {
-		_, err = f.Write(payload.Bytes())
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	path := filepath.Join(s.dir, name)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return Entry{}, fmt.Errorf("outbox: writing %s: %w", name, err)
-	}
-	if err := syncDir(s.dir); err != nil {
-		return Entry{}, fmt.Errorf("outbox: writing %s: %w", name, err)
-	}
 	return Entry{Name: name, path: path}, nil
+}
+
+// Rewrite replaces the events of entry e with events, atomically: those of a batch that are
+// still to be sent once the others were accepted. The entry keeps its place in the order.
+// With no events left it is the same as Done.
+func (s *Spool) Rewrite(e Entry, events [][]byte) error {
+	if len(events) == 0 {
+		return s.Done(e)
+	}
+	if err := s.check(e); err != nil {
+		return err
+	}
+	if _, err := os.Stat(e.path); err != nil {
+		return fmt.Errorf("outbox: rewriting %s: %w", e.Name, err)
+	}
+	data, err := encodeEntry(events)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(e.path, data); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	return nil
+}
+
+// encodeEntry returns the file content of an entry holding events.
+func encodeEntry(events [][]byte) ([]byte, error) {
+	if len(events) == 0 {
+		return nil, errors.New("outbox: no events to store")
+	}
+	var payload bytes.Buffer
+	for i, ev := range events {
+		mark := payload.Len()
+		if err := compact(&payload, ev); err != nil {
+			return nil, fmt.Errorf("outbox: event %d: %w", i, err)
+		}
+		if payload.Bytes()[mark] != '{' {
+			return nil, fmt.Errorf("outbox: event %d is not a JSON object", i)
+		}
+		payload.WriteByte('\n')
+	}
+	out := fmt.Appendf(nil, "%s %s events=%d bytes=%d crc32c=%08x\n",
+		magic, version, len(events), payload.Len(), atomicfile.CRC32C(payload.Bytes()))
+	return append(out, payload.Bytes()...), nil
 }
 
 // compact appends the compact form of the JSON value ev to buf, which it
@@ -258,7 +271,7 @@ func (e Entry) Events() ([][]byte, error) {
 	if err := os.Rename(e.path, bad); err != nil {
 		return nil, fmt.Errorf("outbox: %s: %w: %s (moving it aside failed: %v)", e.Name, ErrCorrupt, problem, err)
 	}
-	if err := syncDir(filepath.Dir(e.path)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(e.path)); err != nil {
 		return nil, fmt.Errorf("outbox: %s: %w: %s; moved aside to %s, but: %v", e.Name, ErrCorrupt, problem, bad, err)
 	}
 	return nil, fmt.Errorf("outbox: %s: %w: %s; moved aside to %s", e.Name, ErrCorrupt, problem, bad)
@@ -284,7 +297,7 @@ func parseEntry(data []byte) ([][]byte, string) {
 	if len(payload) != size {
 		return nil, fmt.Sprintf("%d bytes of events, the header says %d (a torn write?)", len(payload), size)
 	}
-	if got := crc32.Checksum(payload, castagnoli); uint64(got) != sum {
+	if got := atomicfile.CRC32C(payload); uint64(got) != sum {
 		return nil, fmt.Sprintf("checksum %08x, the header says %08x", got, sum)
 	}
 	if size == 0 || payload[size-1] != '\n' {
@@ -322,6 +335,23 @@ func truncate(s string, n int) string {
 // Done removes an entry after its events were accepted. Removing an entry
 // that is already gone is not an error.
 func (s *Spool) Done(e Entry) error {
+	if err := s.check(e); err != nil {
+		return err
+	}
+	if err := os.Remove(e.path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if err := atomicfile.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("outbox: removing %s: %w", e.Name, err)
+	}
+	return nil
+}
+
+// check returns an error when the spool is closed or e is not one of its entries.
+func (s *Spool) check(e Entry) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -330,15 +360,6 @@ func (s *Spool) Done(e Entry) error {
 	}
 	if e.path == "" || filepath.Dir(e.path) != s.dir {
 		return fmt.Errorf("outbox: entry %q is not in spool %s", e.Name, s.dir)
-	}
-	if err := os.Remove(e.path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return fmt.Errorf("outbox: %w", err)
-	}
-	if err := syncDir(s.dir); err != nil {
-		return fmt.Errorf("outbox: removing %s: %w", e.Name, err)
 	}
 	return nil
 }
@@ -351,21 +372,69 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.lock.Close()
+	return s.lock.Unlock()
 }
 
-// syncDir makes the creation, renaming and removal of files in dir durable.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be synced there; NTFS journals metadata
+// DeadLetterName is the name of the dead-letter file in a spool directory.
+const DeadLetterName = "dead-letter.jsonl"
+
+// DeadLetter is one line of the dead-letter file: an event a receiver refused.
+type DeadLetter struct {
+	Time   time.Time       `json:"time"`
+	Target string          `json:"target"`
+	ID     string          `json:"id"`
+	Status int             `json:"status"`
+	Reason string          `json:"reason"`
+	Event  json.RawMessage `json:"event"`
+}
+
+// DeadLetterPath returns the path of the spool's dead-letter file.
+func (s *Spool) DeadLetterPath() string { return filepath.Join(s.dir, DeadLetterName) }
+
+// AddDeadLetters appends dls to the dead-letter file and fsyncs it. Call it before Done or
+// Rewrite takes the events out of their entry: a crash in between then leaves an event in
+// both places, never in neither.
+func (s *Spool) AddDeadLetters(dls []DeadLetter) error {
+	if len(dls) == 0 {
+		return nil
 	}
-	d, err := os.Open(dir)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var buf []byte
+	for _, dl := range dls {
+		b, err := json.Marshal(dl)
+		if err != nil {
+			return fmt.Errorf("outbox: dead letter of %q: %w", dl.ID, err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	path := s.DeadLetterPath()
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("outbox: %w", err)
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	defer f.Close()
+	// A line torn by a crash would swallow the next one: start on a line of our own.
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err == nil && last[0] != '\n' {
+			buf = append([]byte{'\n'}, buf...)
+		}
 	}
-	return err
+	if _, err := f.Write(buf); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := atomicfile.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+	}
+	return f.Close()
 }

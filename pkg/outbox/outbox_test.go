@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 func ev(id string) []byte {
@@ -380,10 +381,105 @@ func TestDoneChecksTheSpool(t *testing.T) {
 
 func assertNoTemp(t *testing.T, dir string) {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
-	if len(m) != 0 {
-		t.Errorf("temporary files left: %v", m)
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		if atomicfile.IsTemp(de.Name()) || strings.HasSuffix(de.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", de.Name())
+		}
 	}
 }
 
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc32c(b []byte) uint32 { return atomicfile.CRC32C(b) }
+
+func TestRewriteKeepsTheRest(t *testing.T) {
+	s := open(t, t.TempDir())
+	var es []Entry
+	for i := range 3 {
+		e, err := s.Put([][]byte{ev(fmt.Sprint(i, "a")), ev(fmt.Sprint(i, "b")), ev(fmt.Sprint(i, "c"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	// The first two events of the middle entry were accepted; the third is still to go.
+	if err := s.Rewrite(es[1], [][]byte{ev("1c")}); err != nil {
+		t.Fatal(err)
+	}
+	got := pending(t, s)
+	if !slices.Equal(names(got), names(es)) {
+		t.Fatalf("pending %v, want %v: the entry lost its place", names(got), names(es))
+	}
+	if evs := events(t, got[1]); len(evs) != 1 || !bytes.Contains(evs[0], []byte(`"id":"1c"`)) {
+		t.Errorf("rewritten entry holds %q", evs)
+	}
+	// Nothing left: the entry goes.
+	if err := s.Rewrite(es[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(t, s); len(got) != 2 {
+		t.Errorf("pending %v", names(got))
+	}
+	// An entry that is gone is not brought back.
+	if err := s.Rewrite(es[0], [][]byte{ev("0a")}); err == nil {
+		t.Error("Rewrite brought back an entry that was done")
+	}
+	if err := s.Rewrite(es[2], [][]byte{[]byte("[1]")}); err == nil {
+		t.Error("Rewrite stored something that is not an event")
+	}
+	if len(events(t, pending(t, s)[1])) != 3 {
+		t.Error("a refused Rewrite changed the entry")
+	}
+	assertNoTemp(t, s.Dir())
+}
+
+func TestInterruptedWriteCleaned(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	e, _ := s.Put([][]byte{ev("1")})
+	s.Close()
+	// What a crash in the middle of atomicfile.Write leaves: a temporary file beside the entry.
+	torn := filepath.Join(dir, ".0000000000000002.entry.tmp4242")
+	if err := os.WriteFile(torn, []byte("evtctl-outbox v1 events=1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	if _, err := os.Stat(torn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the torn temporary file is still there: %v", err)
+	}
+	if es := pending(t, s); !slices.Equal(names(es), []string{e.Name}) {
+		t.Errorf("pending %v", names(es))
+	}
+	if e2, _ := s.Put([][]byte{ev("2")}); e2.Name != entryName(2) {
+		t.Errorf("next entry %s, want %s", e2.Name, entryName(2))
+	}
+}
+
+func TestDeadLettersAppendOnFreshLines(t *testing.T) {
+	s := open(t, t.TempDir())
+	dl := DeadLetter{Target: "http://x/events", ID: "1", Status: 400, Reason: "bad", Event: ev("1")}
+	if err := s.AddDeadLetters([]DeadLetter{dl}); err != nil {
+		t.Fatal(err)
+	}
+	// A torn line, as a crash in the middle of an append leaves.
+	f, _ := os.OpenFile(s.DeadLetterPath(), os.O_APPEND|os.O_WRONLY, 0o600)
+	f.WriteString(`{"id":"torn`)
+	f.Close()
+	dl.ID, dl.Event = "2", ev("2")
+	if err := s.AddDeadLetters([]DeadLetter{dl}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(s.DeadLetterPath())
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("lines %q", lines)
+	}
+	for _, i := range []int{0, 2} {
+		var got DeadLetter
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil || got.Status != 400 || !json.Valid(got.Event) {
+			t.Errorf("line %d %q: %v", i, lines[i], err)
+		}
+	}
+	if len(pending(t, s)) != 0 {
+		t.Error("the dead-letter file is listed as an entry")
+	}
+}

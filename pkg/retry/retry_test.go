@@ -34,6 +34,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"-1", 0, false},
 		{"abc", 0, false},
 		{"99999999999", MaxRetryAfter, true},
+		{"18446744073709551615", MaxRetryAfter, true},
+		{"99999999999999999999", 0, false},
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
 		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
 		{now.Add(48 * time.Hour).Format(http.TimeFormat), MaxRetryAfter, true},
