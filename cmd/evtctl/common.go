@@ -293,11 +293,3 @@ func (o *headerEncodingOption) get(mode string) (deliver.HeaderEncoding, error) 
 	}
 	return enc, nil
 }
-
-// plural writes a count with its noun: "1 event", "2 events".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}

@@ -11,9 +11,7 @@ import (
 
 // pendingSwitch lists the packages that still keep their own copy of a durable-file helper;
 // each is to call this package instead. Remove a package from the list when it does.
-var pendingSwitch = map[string]bool{
-	"pkg/eventlog": true,
-}
+var pendingSwitch = map[string]bool{}
 
 // copies are the signs of a second copy of a helper this package holds.
 var copies = regexp.MustCompile(`crc32\.MakeTable\(|flock\.New\(|\bfunc (syncDir|writeFileAtomic)\(`)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 // The high-water mark is the highest sequence number the log ever committed, with its
@@ -60,7 +62,7 @@ func hwmDecode(b []byte) (counter, seq uint64, ts int64, ok bool) {
 	le := binary.LittleEndian
 	for i := range 2 {
 		s := b[8+i*hwmSlotSize : 8+(i+1)*hwmSlotSize]
-		if crc32Checksum(s[:hwmSlotSize-4]) != le.Uint32(s[hwmSlotSize-4:]) {
+		if atomicfile.CRC32C(s[:hwmSlotSize-4]) != le.Uint32(s[hwmSlotSize-4:]) {
 			continue
 		}
 		if c := le.Uint64(s); !ok || c > counter {
@@ -101,7 +103,7 @@ func hwmOpen(dir string, seq uint64, ts int64) (*highWater, error) {
 			f.Close()
 			return nil, err
 		}
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -115,7 +117,7 @@ func (h *highWater) fill(s []byte) {
 	le.PutUint64(s[8:], h.seq)
 	le.PutUint64(s[16:], uint64(h.ts))
 	le.PutUint32(s[24:], 0)
-	le.PutUint32(s[28:], crc32Checksum(s[:hwmSlotSize-4]))
+	le.PutUint32(s[28:], atomicfile.CRC32C(s[:hwmSlotSize-4]))
 }
 
 // set records a new mark in the older slot; with sync it is made durable before set returns.

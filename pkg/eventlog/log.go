@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,8 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gofrs/flock"
-
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -56,7 +56,7 @@ type Log struct {
 	opts   Options
 	log    *slog.Logger
 	now    func() time.Time
-	lock   *flock.Flock
+	lock   *atomicfile.Lock
 	reqs   chan *appendReq
 	quit   chan struct{}
 	done   chan struct{} // closed when the writer has stopped
@@ -170,25 +170,13 @@ func createSegment(dir string, base uint64, floorTS int64) (*segment, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
 	s := &segment{base: base, floorTS: floorTS, path: path, f: share(f), start: segHeaderSize, size: segHeaderSize, lastTS: floorTS}
 	s.refs.Store(1)
 	return s, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }
 
 // Append implements Store.
@@ -419,11 +407,13 @@ func groupSize(group []*appendReq) int {
 	return n
 }
 
+// setCommitFlag marks a frame as the last of its append: the flags byte of the payload
+// (recHeader layout: ts 0-7, seq 8-15, key 16-31, flags 32), then the frame's checksum again.
 func setCommitFlag(frame []byte) {
-	frame[frameHeader+32] |= flagCommit
-	n := int(uint32(frame[0]) | uint32(frame[1])<<8 | uint32(frame[2])<<16 | uint32(frame[3])<<24)
-	sum := crc32Checksum(frame[frameHeader : frameHeader+n])
-	frame[4], frame[5], frame[6], frame[7] = byte(sum), byte(sum>>8), byte(sum>>16), byte(sum>>24)
+	const flagsAt = frameHeader + 32
+	frame[flagsAt] |= flagCommit
+	n := int(binary.LittleEndian.Uint32(frame))
+	binary.LittleEndian.PutUint32(frame[4:], atomicfile.CRC32C(frame[frameHeader:frameHeader+n]))
 }
 
 func (l *Log) fail(group []*appendReq, err error) {

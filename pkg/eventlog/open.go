@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gofrs/flock"
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 // open loads the log in l.opts.Dir (or starts one in memory): every segment file in order,
@@ -22,13 +23,16 @@ func (l *Log) open() error {
 	if err := os.MkdirAll(l.opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	l.lock = flock.New(filepath.Join(l.opts.Dir, "LOCK"))
-	ok, err := l.lock.TryLock()
+	lock, err := atomicfile.TryLock(filepath.Join(l.opts.Dir, "LOCK"))
+	if errors.Is(err, atomicfile.ErrLocked) {
+		return fmt.Errorf("data directory %s is in use by another process", l.opts.Dir)
+	}
 	if err != nil {
 		return fmt.Errorf("lock data directory: %w", err)
 	}
-	if !ok {
-		return fmt.Errorf("data directory %s is in use by another process", l.opts.Dir)
+	l.lock = lock
+	if _, err := atomicfile.RemoveTemps(l.opts.Dir); err != nil {
+		return fmt.Errorf("data directory: %w", err)
 	}
 	hwmSeq, hwmTS, hwmKnown, err := hwmRead(l.opts.Dir)
 	if err != nil {

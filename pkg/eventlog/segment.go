@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
 
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -34,8 +34,6 @@ const (
 	blockRecords  = 16       // one sparse index entry per this many records
 	idxMagic      = "EVIX"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // key identifies (source, id) for duplicate suppression.
 type key [16]byte
@@ -135,7 +133,7 @@ func appendFrame(buf []byte, ts int64, seq uint64, k key, flags byte, typ string
 	buf = append(buf, typ...)
 	buf = append(buf, json...)
 	binary.LittleEndian.PutUint32(buf[start:], uint32(n))
-	binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(buf[start+frameHeader:], castagnoli))
+	binary.LittleEndian.PutUint32(buf[start+4:], atomicfile.CRC32C(buf[start+frameHeader:]))
 	return buf
 }
 
@@ -168,7 +166,7 @@ func decodeFrame(b []byte) (rec, error) {
 		return rec{}, errShort
 	}
 	p := b[frameHeader : frameHeader+n]
-	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+	if atomicfile.CRC32C(p) != binary.LittleEndian.Uint32(b[4:]) {
 		return rec{}, errCorrupt
 	}
 	tl := int(binary.LittleEndian.Uint16(p[33:]))
@@ -200,8 +198,8 @@ func writeIndexFile(s *segment) error {
 		b = binary.LittleEndian.AppendUint64(b, uint64(e.ts))
 		b = binary.LittleEndian.AppendUint32(b, e.off)
 	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-	return writeFileAtomic(idxPath(s.path), b)
+	b = binary.LittleEndian.AppendUint32(b, atomicfile.CRC32C(b))
+	return atomicfile.Write(idxPath(s.path), b)
 }
 
 // readIndexFile loads a sealed segment's index if it is intact and matches size.
@@ -211,7 +209,7 @@ func readIndexFile(s *segment, size int64) bool {
 		return false
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
+	if atomicfile.CRC32C(body) != sum {
 		return false
 	}
 	le := binary.LittleEndian
@@ -239,25 +237,6 @@ func readIndexFile(s *segment, size int64) bool {
 }
 
 func idxPath(segPath string) string { return segPath[:len(segPath)-len(".seg")] + ".idx" }
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
-}
 
 // memFile is an in-memory file made of fixed-size chunks, so that growing never copies.
 type memFile struct {
@@ -316,4 +295,4 @@ func (m *memFile) Truncate(size int64) error {
 func (m *memFile) Sync() error  { return nil }
 func (m *memFile) Close() error { return nil }
 
-func crc32Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc32Checksum(b []byte) uint32 { return atomicfile.CRC32C(b) }

@@ -1,12 +1,13 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/gofrs/flock"
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 // Report is what Verify found in a log's data directory.
@@ -31,13 +32,12 @@ func Verify(dir string) (*Report, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, err
 	}
-	lock := flock.New(filepath.Join(dir, "LOCK"))
-	ok, err := lock.TryRLock()
+	lock, err := atomicfile.TryLock(filepath.Join(dir, "LOCK"))
+	if errors.Is(err, atomicfile.ErrLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by a running node: stop it, or verify a copy of the directory", dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory: %w", err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("data directory %s is in use by a running node: stop it, or verify a copy of the directory", dir)
 	}
 	defer lock.Unlock()
 	r := &Report{Dir: dir}
