@@ -57,6 +57,7 @@ type Query struct {
 	Max           int               // at most this many items; <= 0 means 1
 	Ascending     bool              // oldest eligible first (false: newest eligible first)
 	Match         func([]byte) bool // filter on the event's JSON; nil accepts all
+	Budget        int               // most records to examine; 0: no limit
 }
 
 // Page is the answer to a Query.
@@ -66,6 +67,10 @@ type Page struct {
 	// ones for a newest-first query, newer ones for an ascending one.
 	More           bool
 	Oldest, Newest cursor.Cursor // the whole log's bounds; empty when the log is empty
+	// set when the read stopped before the end of its range for a reason other than a full
+	// page — the budget, or a damaged range: the position a client resumes from: as `after`
+	// for an ascending read, as `before` for a newest-first one
+	Resume cursor.Cursor
 
 	arena arena // memory of Items' JSON, reused after Release
 }
