@@ -111,7 +111,7 @@ type condition struct {
 	num    float64   // number operand; NaN (matching nothing) if out of range
 	when   time.Time // TIME operand
 	day    int       // DATE operand, as dayNumber gives it
-	pat    pattern   // MATCHES operand
+	pat    *pattern  // MATCHES operand
 }
 
 func newCondition(tag string, op, arg token) (*condition, *SyntaxError) {

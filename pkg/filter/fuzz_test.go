@@ -66,3 +66,24 @@ func FuzzMatchJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPattern checks the MATCHES matcher against a plain dynamic-programming one.
+func FuzzPattern(f *testing.F) {
+	for _, tc := range patternCases {
+		f.Add(tc.pattern, tc.text)
+	}
+	f.Add("#."+strings.Repeat("a.*.", 40)+"b.#", strings.Repeat("a.", 200)+"b")
+	f.Fuzz(func(t *testing.T, pat, text string) {
+		p, err := compilePattern(pat, 0)
+		if err != nil {
+			return
+		}
+		pw, tw := strings.Split(pat, "."), strings.Split(text, ".")
+		if len(pw)*len(tw) > 1<<16 {
+			return // the table would be large
+		}
+		if got, want := p.match(text), matchTable(pw, tw); got != want {
+			t.Fatalf("%q MATCHES %q: got %v, want %v", text, pat, got, want)
+		}
+	})
+}
