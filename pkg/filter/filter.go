@@ -5,13 +5,16 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // Query is a compiled query. It is immutable and safe for concurrent use.
 // A nil *Query matches everything.
 type Query struct {
-	src  string
-	root expr // nil for the empty query
+	src   string
+	root  *expr // nil for the empty query
+	slots int   // values a match keeps, one per tag that several conditions test
 }
 
 // Compile parses a query once; the result is immutable and safe for concurrent use.
@@ -29,7 +32,31 @@ func Compile(src string) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Query{src: src, root: root}, nil
+	q := &Query{src: src, root: root}
+	if root != nil {
+		q.assignSlots()
+	}
+	return q, nil
+}
+
+// assignSlots gives each tag that several conditions test a slot, so that a match looks its
+// value up once however many conditions test it. (A query has at most MaxConditions
+// conditions: comparing each with those before it costs little, once.)
+func (q *Query) assignSlots() {
+	conds := make([]*condition, 0, 16)
+	q.root.walk(func(c *condition) { conds = append(conds, c) })
+	for i, c := range conds {
+		for _, first := range conds[:i] {
+			if first.path == c.path {
+				if first.slot < 0 {
+					first.slot = q.slots
+					q.slots++
+				}
+				c.slot = first.slot
+				break
+			}
+		}
+	}
 }
 
 // SyntaxError is the error of Compile and CheckTendermint. For a query in Tendermint's
@@ -72,7 +99,17 @@ func (q *Query) MatchJSON(event []byte) bool {
 	if !isObject(doc) {
 		doc = ""
 	}
-	return q.root.matchJSON(doc)
+	var v jsonEnv
+	switch {
+	case q.slots == 0:
+	case q.slots <= 4:
+		var values [4]gjson.Result
+		var found [1]uint64
+		v.values, v.found = values[:q.slots], found[:]
+	default:
+		v.values, v.found = make([]gjson.Result, q.slots), make([]uint64, (q.slots+63)/64)
+	}
+	return q.root.matchJSON(doc, &v)
 }
 
 // Match reports whether a satisfies q. A condition holds if any value of its tag satisfies it.

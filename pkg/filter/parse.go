@@ -45,7 +45,7 @@ func newParser(src string) *parser { return &parser{toks: scan(src)} }
 // parse returns the expression of src, or nil for an empty query. An error in a query that
 // uses none of evtctl's additions up to the point of the error is worded as a Tendermint node
 // words it.
-func parse(src string) (expr, *SyntaxError) {
+func parse(src string) (*expr, *SyntaxError) {
 	p := newParser(src)
 	x, err := p.query()
 	if err != nil && p.ext == nil {
@@ -56,7 +56,7 @@ func parse(src string) (expr, *SyntaxError) {
 	return x, err
 }
 
-func (p *parser) query() (expr, *SyntaxError) {
+func (p *parser) query() (*expr, *SyntaxError) {
 	if p.peek(0).kind == tokEOF {
 		return nil, nil
 	}
@@ -97,41 +97,39 @@ func (p *parser) next() token {
 	return t
 }
 
-func (p *parser) or() (expr, *SyntaxError) {
+func (p *parser) or() (*expr, *SyntaxError) {
 	x, err := p.and()
-	if err != nil || p.peek(0).kind != tokOr {
-		return x, err
+	if err != nil {
+		return nil, err
 	}
-	terms := orExpr{}.add(x)
 	for p.peek(0).kind == tokOr {
 		p.noteExtension(p.next())
 		y, err := p.and()
 		if err != nil {
 			return nil, err
 		}
-		terms = terms.add(y)
+		x = join(exprOr, x, y)
 	}
-	return terms, nil
+	return x, nil
 }
 
-func (p *parser) and() (expr, *SyntaxError) {
+func (p *parser) and() (*expr, *SyntaxError) {
 	x, err := p.unary()
-	if err != nil || p.peek(0).kind != tokAnd {
-		return x, err
+	if err != nil {
+		return nil, err
 	}
-	terms := andExpr{}.add(x)
 	for p.peek(0).kind == tokAnd {
 		p.next()
 		y, err := p.unary()
 		if err != nil {
 			return nil, err
 		}
-		terms = terms.add(y)
+		x = join(exprAnd, x, y)
 	}
-	return terms, nil
+	return x, nil
 }
 
-func (p *parser) unary() (expr, *SyntaxError) {
+func (p *parser) unary() (*expr, *SyntaxError) {
 	t := p.peek(0)
 	switch {
 	case t.kind == tokLParen:
@@ -160,7 +158,7 @@ func (p *parser) unary() (expr, *SyntaxError) {
 		if err != nil {
 			return nil, err
 		}
-		return notExpr{x}, nil
+		return notExpr(x), nil
 	case t.kind == tokTag, isTendermintTag(t.kind) && p.peek(1).kind.isOperator():
 		return p.condition()
 	}
@@ -172,7 +170,7 @@ func isTendermintTag(k tokenKind) bool {
 	return k == tokOr || k == tokNot || k == tokMatches
 }
 
-func (p *parser) condition() (expr, *SyntaxError) {
+func (p *parser) condition() (*expr, *SyntaxError) {
 	tag, op := p.next(), p.next()
 	var operands []tokenKind
 	switch op.kind {
