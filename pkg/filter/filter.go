@@ -2,6 +2,7 @@
 package filter
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -27,7 +28,15 @@ type Query struct {
 // compiles and means the same here, except that DATE also compares timestamps by their UTC
 // day where Tendermint matches only dates. Errors are *SyntaxError: for a query that uses none
 // of the additions before the point of the error, the error a Tendermint node gives for it.
+//
+// A query is at most MaxQueryBytes long, has at most MaxConditions conditions and nests at most
+// MaxDepth deep; a longer or larger one is a *SyntaxError at the point where it goes past the
+// limit.
 func Compile(src string) (*Query, error) {
+	if len(src) > MaxQueryBytes {
+		return nil, &SyntaxError{Offset: MaxQueryBytes,
+			Msg: fmt.Sprintf("the query is %d bytes long; at most %d are taken", len(src), MaxQueryBytes)}
+	}
 	root, err := parse(src)
 	if err != nil {
 		return nil, err

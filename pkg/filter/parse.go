@@ -21,9 +21,18 @@ import (
 // is followed by an operator, it is read as a tag: "NOT EXISTS" is a condition on the tag NOT,
 // as it is for Tendermint.
 
-// maxDepth bounds the nesting of parentheses and NOTs, which the parser and the evaluator
-// handle by recursion.
-const maxDepth = 1000
+// Limits of a query, so that compiling and evaluating one costs a bounded amount of work. A
+// Tendermint node caps the queries of its subscriptions at 512 bytes, which leaves room for
+// about 70 conditions; the events method has no cap there.
+const (
+	// MaxQueryBytes is the longest query Compile takes.
+	MaxQueryBytes = 4096
+	// MaxConditions is the most conditions a query may have.
+	MaxConditions = 256
+	// MaxDepth is the deepest that parentheses and NOTs may nest (the parser and the
+	// evaluator handle them by recursion).
+	MaxDepth = 64
+)
 
 // What may follow a tag, and what may follow each operator, in Tendermint's order.
 var (
@@ -37,6 +46,7 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	conds int          // conditions so far
 	ext   *SyntaxError // the first of evtctl's additions met, as CheckTendermint words it
 }
 
@@ -172,6 +182,9 @@ func isTendermintTag(k tokenKind) bool {
 
 func (p *parser) condition() (*expr, *SyntaxError) {
 	tag, op := p.next(), p.next()
+	if p.conds++; p.conds > MaxConditions {
+		return nil, &SyntaxError{Offset: tag.pos, Msg: fmt.Sprintf("more than %d conditions in one query", MaxConditions)}
+	}
 	var operands []tokenKind
 	switch op.kind {
 	case tokExists:
@@ -200,8 +213,8 @@ func (p *parser) condition() (*expr, *SyntaxError) {
 }
 
 func (p *parser) enter(t token) *SyntaxError {
-	if p.depth++; p.depth > maxDepth {
-		return &SyntaxError{Offset: t.pos, Msg: fmt.Sprintf("expression nested deeper than %d levels", maxDepth)}
+	if p.depth++; p.depth > MaxDepth {
+		return &SyntaxError{Offset: t.pos, Msg: fmt.Sprintf("expression nested deeper than %d levels", MaxDepth)}
 	}
 	return nil
 }
