@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -12,11 +13,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -137,21 +141,37 @@ func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
 	if token == "" {
 		return h
 	}
-	want := []byte("Bearer " + token)
+	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("Authorization")
-		if got == "" {
+		if r.Header.Get("Authorization") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl"`)
 			writeError(w, http.StatusUnauthorized, "this node requires a bearer token: send Authorization: Bearer <token>")
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if got, ok := bearer(r); !ok || !tokenIs(got, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, "the bearer token is not valid for this endpoint")
 			return
 		}
 		h(w, r)
 	})
+}
+
+// bearer returns the token of a request's Authorization header in the Bearer scheme, whose
+// name is matched without regard to case (RFC 7235).
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
+}
+
+// tokenIs compares a token with the digest of the one wanted in constant time, its length
+// included.
+func tokenIs(got string, want [sha256.Size]byte) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }
 
 // --- plain JSON replies -----------------------------------------------------------------
@@ -182,8 +202,10 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 // handleHealth stays open for load balancers; with a read token set, details (counts,
 // cursors, error text with file paths) are shown only to a caller that sends it.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	detail := s.cfg.ReadToken == "" ||
-		subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.cfg.ReadToken)) == 1
+	detail := s.cfg.ReadToken == ""
+	if got, ok := bearer(r); ok && !detail {
+		detail = tokenIs(got, sha256.Sum256([]byte(s.cfg.ReadToken)))
+	}
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
 			body := map[string]string{"status": "failed"}
@@ -436,7 +458,7 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 		if !validID(req.ID) {
 			return nil, nil, newRPCError(codeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
 		}
-		id = json.RawMessage(bytes.Clone(req.ID))
+		id = echoID(req.ID)
 	}
 	if req.JSONRPC != "" && req.JSONRPC != "2.0" {
 		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
@@ -454,6 +476,20 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	return id, &p, nil
 }
 
+// echoID returns the id to echo, a copy: as sent, unless it is a string holding bytes that are
+// not UTF-8, which JSON text may not hold (RFC 8259). Such a string is echoed with each of
+// those bytes replaced by U+FFFD, as a Tendermint node echoes it (it decodes the id into a Go
+// string and encodes that): a client that decodes its own id the same way finds it.
+func echoID(id []byte) json.RawMessage {
+	if id[0] != '"' || utf8.Valid(id) {
+		return bytes.Clone(id)
+	}
+	var s string
+	_ = json.Unmarshal(id, &s) // valid JSON: each byte that is not UTF-8 becomes U+FFFD
+	b, _ := json.Marshal(s)
+	return b
+}
+
 // validID reports whether an id's JSON text is a string or a whole number.
 func validID(id []byte) bool {
 	if id[0] == '"' {
@@ -464,7 +500,14 @@ func validID(id []byte) bool {
 }
 
 func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
-	p, err := paramsFromQuery(r.URL.Query())
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// Not a query string at all (a bad %-escape, a semicolon): what the client meant
+		// cannot be told, so nothing is taken from it.
+		writeError(w, http.StatusBadRequest, "malformed query string: "+err.Error())
+		return
+	}
+	p, err := paramsFromQuery(values)
 	var res result
 	var rerr *rpcError
 	if err != nil {
