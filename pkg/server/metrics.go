@@ -99,6 +99,7 @@ var logDescs = []struct {
 	{"evtctl_log_segments", "Segment files of the log.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.Segments) }},
 	{"evtctl_log_dedupe_keys", "Keys remembered for duplicate suppression.", prometheus.GaugeValue, func(st eventlog.Stats, _ *Server) float64 { return float64(st.DedupeEntries) }},
 	{"evtctl_waiting_readers", "Long-polls waiting for new events.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.Waiters()) }},
+	{"evtctl_http_request_body_bytes", "Bytes of request bodies held, being received or handled.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.bodies.Load()) }},
 }
 
 // descs are built once, in logDescs' order.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -39,12 +40,17 @@ type Config struct {
 	MaxRPCBody   int64         // cap on a JSON-RPC request body; default 1 MiB
 	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
-	MaxIngest    int           // ingest requests in progress at once; default 64
+	MaxIngest    int           // ingest requests being decoded and appended at once; default 64
 	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
 	ReadToken    string        // bearer token for reading (events, metrics); "" = open
 	IngestToken  string        // bearer token for ingest and signals; "" = open
 	Logger       *slog.Logger
 	Version      string
+	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
+	BodyTimeout time.Duration
+	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
+	// from the first byte received until the request no longer needs it; default 64 MiB.
+	MaxBodyMemory int64
 }
 
 // Server is an http.Handler serving the node's API.
@@ -56,6 +62,7 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
+	bodies   atomic.Int64  // bytes of request bodies held (MaxBodyMemory)
 	ingest   chan struct{} // semaphore
 	reads    chan struct{} // semaphore: bounds the memory and CPU that page building takes
 	limits   cevent.Limits
@@ -93,6 +100,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = 64 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -295,27 +308,36 @@ type rpcRequest struct {
 }
 
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRPCBody))
-	if err != nil {
-		if tooLarge(err) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxRPCBody))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "")
+	if !ok {
 		return
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
-		s.handleBatch(w, r, body)
+		var reqs []json.RawMessage // copies: the body can go
+		err := json.Unmarshal(body, &reqs)
+		s.releaseBody(held)
+		s.handleBatch(w, r, reqs, err)
 		return
 	}
-	s.handleCall(w, r, body)
+	id, p, rerr := decodeCall(body)
+	s.releaseBody(held)
+	if rerr == nil && p == nil {
+		// A notification: HTTP 200 with no body, as from a Tendermint node.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	var res result
+	if rerr == nil {
+		res, rerr = s.events(r.Context(), p)
+	}
+	s.writeCall(w, id, res, rerr)
+	res.release()
 }
 
-func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json.RawMessage, err error) {
 	var out bytes.Buffer
-	var reqs []json.RawMessage
-	if err := json.Unmarshal(body, &reqs); err != nil {
+	if err != nil {
 		s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
 		return
 	}
@@ -351,18 +373,6 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	out.WriteByte(']')
 	writeRaw(w, out.Bytes())
-}
-
-// handleCall answers a single call. It keeps little on its stack: a long-poll waits below it.
-func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, body []byte) {
-	id, res, rerr, reply := s.call(r.Context(), body)
-	if !reply {
-		// A notification: HTTP 200 with no body, as from a Tendermint node.
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	s.writeCall(w, id, res, rerr)
-	res.release()
 }
 
 func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
@@ -661,26 +671,123 @@ func (s *Server) acquireIngest(ctx context.Context) bool {
 	return false
 }
 
-// beginIngest takes an ingest slot and reads the size-limited body. When ok is false it has
-// answered the request; otherwise the caller must call done.
+// beginIngest reads the size-limited body, then takes an ingest slot: a client that is slow
+// to send its body holds no slot, only the bytes it has sent (see readBody). When ok is false
+// it has answered the request; otherwise the caller must call done.
 func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
+	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch")
+	if !ok {
+		return nil, nil, false
+	}
 	if !s.acquireIngest(r.Context()) {
+		s.releaseBody(held)
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
 		return nil, nil, false
 	}
-	done = func() { <-s.ingest }
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		done()
-		if tooLarge(err) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes; send fewer events per batch", s.cfg.MaxBody))
-		} else {
-			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	return body, func() { <-s.ingest; s.releaseBody(held) }, true
+}
+
+// readBody reads a request body of at most limit bytes, which must arrive within
+// BodyTimeout, while the bytes of all bodies held stay within MaxBodyMemory. When ok is
+// false it has answered the request; otherwise the caller calls releaseBody(held) once it no
+// longer holds the body. hint follows the message of a body over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string) (body []byte, held int64, ok bool) {
+	setReadDeadline(w, time.Now().Add(s.cfg.BodyTimeout))
+	src := http.MaxBytesReader(w, r.Body, limit)
+	var err error
+	full := false
+	if r.ContentLength > limit {
+		// Said to be too large: refused without reading it.
+		w.Header().Set("Connection", "close")
+		err = &http.MaxBytesError{Limit: limit}
+	} else if n := r.ContentLength; n >= 0 {
+		// The usual case: the length is known, and the body is read into one buffer.
+		if full = !s.holdBody(&held, n); !full {
+			body = make([]byte, n)
+			_, err = io.ReadFull(src, body)
 		}
-		return nil, nil, false
+	} else {
+		// A body of unknown length: held as it grows.
+		body = make([]byte, 0, 512)
+		if full = !s.holdBody(&held, int64(cap(body))); !full {
+			for {
+				if len(body) == cap(body) {
+					grow := min(int64(cap(body)), limit+1-int64(cap(body)))
+					if grow <= 0 {
+						err = &http.MaxBytesError{Limit: limit}
+						break
+					}
+					if full = !s.holdBody(&held, grow); full {
+						break
+					}
+					body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
+				}
+				var n int
+				n, err = src.Read(body[len(body):cap(body)])
+				body = body[:len(body)+n]
+				if err != nil {
+					if err == io.EOF {
+						err = nil
+					}
+					break
+				}
+			}
+		}
 	}
-	return body, done, true
+	switch {
+	case full:
+		s.releaseBody(held)
+		w.Header().Set("Connection", "close")
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node holds as many request bodies as it can; retry after the delay given")
+		return nil, 0, false
+	case err == nil:
+		// The body is in: a long-poll that follows must not be cut off by the deadline.
+		setReadDeadline(w, time.Time{})
+		return body, held, true
+	}
+	s.releaseBody(held)
+	switch {
+	case tooLarge(err):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes%s", limit, hint))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout))
+	default:
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	return nil, 0, false
+}
+
+// holdBody counts n more bytes of bodies held against MaxBodyMemory, adding them to *held;
+// false, counting nothing, when they would go past it.
+func (s *Server) holdBody(held *int64, n int64) bool {
+	if s.bodies.Add(n) > s.cfg.MaxBodyMemory {
+		s.bodies.Add(-n)
+		return false
+	}
+	*held += n
+	return true
+}
+
+// releaseBody gives back the bytes of a body no longer held.
+func (s *Server) releaseBody(held int64) { s.bodies.Add(-held) }
+
+// setReadDeadline sets the read deadline of a request's connection, as
+// http.ResponseController does (without allocating one for each request).
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch rw := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = rw.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
@@ -785,8 +892,8 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 }
 
 // HTTPServer wraps s in an http.Server with limits against slow or greedy clients: headers
-// must arrive within headerTimeout, bodies within a minute, and a reply may take the longest
-// long-poll plus a margin.
+// must arrive within headerTimeout, bodies within Config.BodyTimeout (and a request that has
+// read no body within a minute), and a reply may take the longest long-poll plus a margin.
 func (s *Server) HTTPServer(addr string, headerTimeout time.Duration) *http.Server {
 	if headerTimeout <= 0 {
 		headerTimeout = 5 * time.Second
