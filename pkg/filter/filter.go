@@ -16,6 +16,7 @@ type Query struct {
 	src   string
 	root  *expr // nil for the empty query
 	slots int   // values a match keeps, one per tag that several conditions test
+	work  int   // see Work
 }
 
 // Compile parses a query once; the result is immutable and safe for concurrent use.
@@ -44,8 +45,30 @@ func Compile(src string) (*Query, error) {
 	q := &Query{src: src, root: root}
 	if root != nil {
 		q.assignSlots()
+		q.work = q.slots
+		q.root.walk(func(c *condition) {
+			q.work++ // the test of a value, which for an array reads the array
+			if c.slot < 0 {
+				q.work++ // the lookup of a tag no other condition tests
+			}
+			if c.op == tokMatches {
+				q.work += 5 // a pattern reads its text word by word
+			}
+		})
 	}
 	return q, nil
+}
+
+// Work is about how much a match of q costs for each byte of an event, counted in passes
+// over the event's bytes: a tag's lookup reads the event up to the tag (all of it when the
+// tag is absent), the test of a value may read the value, and MATCHES reads its text word by
+// word, which costs about five passes. Budgets of filtering work divide by it; the empty
+// query's work is 0.
+func (q *Query) Work() int {
+	if q == nil {
+		return 0
+	}
+	return q.work
 }
 
 // assignSlots gives each tag that several conditions test a slot, so that a match looks its

@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,5 +156,142 @@ func TestBodyMemoryIsBounded(t *testing.T) {
 	h.ingest(ev)
 	if got := bodyBytes(t, h.node); got != 0 {
 		t.Fatalf("%v bytes held after the ingest", got)
+	}
+}
+
+// bigEvents ingests count events of about size bytes and returns their cursors, oldest first.
+func bigEvents(n *node, count, size int) []string {
+	var cursors []string
+	for i := 0; i < count; i += 20 {
+		var batch []string
+		for j := i; j < min(i+20, count); j++ {
+			ev := ceJSON("/big", strconv.Itoa(j), "big.t", j)
+			batch = append(batch, ev[:len(ev)-1]+`,"pad":"`+strings.Repeat("x", size)+`"}`)
+		}
+		cursors = append(cursors, n.ingestBatch(batch)...)
+	}
+	return cursors
+}
+
+// A JSON-RPC batch of 16 calls for the largest pages gets a reply within MaxReplyBytes: the
+// first page is cut short (more:true), the later calls find the budget spent, and a client
+// that goes on from the last item gets the rest.
+func TestBatchReplyIsBounded(t *testing.T) {
+	const budget = 256 << 10
+	n := newNode(t, server.Config{MaxItems: 1000, MaxReplyBytes: budget}, eventlog.Options{})
+	cursors := bigEvents(n, 200, 8<<10) // 1.6 MB: each call alone asks for all of it
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"maxItems":1000,"before":"7fffffffffffffff-0000000000000000"}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	resp, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, abbrev(b))
+	}
+	if len(b) > budget+2 {
+		t.Fatalf("a reply of %d bytes, over the budget of %d", len(b), budget)
+	}
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	if len(replies) != 16 {
+		t.Fatalf("%d replies, want 16", len(replies))
+	}
+	first := replies[0].Result
+	if first == nil || len(first.Items) == 0 || !first.More || len(first.Items) >= len(cursors) {
+		t.Fatalf("the first call: %+v", replies[0])
+	}
+	for i, it := range first.Items {
+		if it.Cursor != cursors[len(cursors)-1-i] {
+			t.Fatalf("item %d is %s, want %s", i, it.Cursor, cursors[len(cursors)-1-i])
+		}
+	}
+	for i, r := range replies[1:] {
+		if r.Result == nil || len(r.Result.Items) != 0 || !r.Result.More {
+			t.Fatalf("call %d after the budget was spent: %+v", i+1, r)
+		}
+	}
+	// A single call is bounded alike, and paging on from its last item misses nothing.
+	got := len(first.Items)
+	before := first.Items[got-1].Cursor
+	for got < len(cursors) {
+		r := n.getEvents("maxItems=1000&before=" + before)
+		if len(r.Items) == 0 {
+			t.Fatalf("an empty page after %d of %d items", got, len(cursors))
+		}
+		for _, it := range r.Items {
+			if want := cursors[len(cursors)-1-got]; it.Cursor != want {
+				t.Fatalf("item %d is %s, want %s", got, it.Cursor, want)
+			}
+			got++
+		}
+		if r.More != (got < len(cursors)) {
+			t.Fatalf("more %v after %d of %d items", r.More, got, len(cursors))
+		}
+		before = r.Items[len(r.Items)-1].Cursor
+	}
+}
+
+// A single GET is bounded by MaxReplyBytes too, in either order.
+func TestPageIsBounded(t *testing.T) {
+	const budget = 200 << 10
+	n := newNode(t, server.Config{MaxItems: 1000, MaxReplyBytes: budget}, eventlog.Options{})
+	cursors := bigEvents(n, 100, 8<<10) // 800 KB
+	for _, order := range []string{"asc", "desc"} {
+		resp, b := n.get("/events?maxItems=1000&order=" + order + "&before=7fffffffffffffff-0000000000000000")
+		if resp.StatusCode != http.StatusOK || len(b) > budget {
+			t.Fatalf("order %s: HTTP %d, %d bytes", order, resp.StatusCode, len(b))
+		}
+		var r result
+		mustUnmarshal(t, b, &r)
+		if len(r.Items) == 0 || len(r.Items) == len(cursors) || !r.More {
+			t.Fatalf("order %s: %d items, more %v", order, len(r.Items), r.More)
+		}
+	}
+}
+
+// Filters that cost a node minutes of CPU are refused at once, or answered within a
+// fraction of the CPU time a second allows.
+func TestPathologicalFilters(t *testing.T) {
+	n := newMemNode(t)
+	longType := strings.TrimSuffix(strings.Repeat("a.", 4096), ".") // 4,096 words
+	var batch []string
+	for i := range 500 {
+		batch = append(batch, ceJSON("/long", strconv.Itoa(i), longType, i))
+		if len(batch) == 50 {
+			n.ingestBatch(batch)
+			batch = nil
+		}
+	}
+	var ors []string
+	for i := range 10000 {
+		ors = append(ors, fmt.Sprintf("subject = 'x%d'", i))
+	}
+	for _, c := range []struct {
+		name, query string
+		refused     string
+	}{
+		{"a 5,002-word pattern", "type MATCHES '#." + strings.Repeat("a.", 5000) + "b'", "the query is 10018 bytes long; at most 4096 are taken"},
+		{"an OR of 10,000 conditions", strings.Join(ors, " OR "), "at most 4096 are taken"},
+		{"300 conditions", strings.Repeat("a EXISTS OR ", 299) + "b EXISTS", "more than 256 conditions in one query"},
+		{"a 2 KB pattern against 4,096-word types", "type MATCHES '#." + strings.Repeat("a.", 1000) + "b'", ""},
+	} {
+		params, _ := json.Marshal(map[string]any{"filter": map[string]string{"query": c.query},
+			"before": "7fffffffffffffff-0000000000000000", "maxItems": 10})
+		start := cpuTime(t)
+		r, b := n.rpcRaw(`{"jsonrpc":"2.0","id":1,"method":"events","params":` + string(params) + `}`)
+		used := cpuTime(t) - start
+		if c.refused != "" {
+			if r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Data, c.refused) {
+				t.Errorf("%s: %s, want it refused: %s", c.name, abbrev(b), c.refused)
+			}
+		} else if r.Result == nil || len(r.Result.Items) != 0 {
+			t.Errorf("%s: %s, want an empty page", c.name, abbrev(b))
+		}
+		// Linear matching takes some tens of milliseconds here (more under the race
+		// detector); matching that retries takes seconds.
+		if used > 2*time.Second {
+			t.Errorf("%s took %v of CPU", c.name, used)
+		}
 	}
 }

@@ -51,6 +51,15 @@ type Config struct {
 	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
 	// from the first byte received until the request no longer needs it; default 64 MiB.
 	MaxBodyMemory int64
+	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
+	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
+	// at least twice MaxEventSize and 16 KiB, room for one item of the largest size.
+	MaxReplyBytes int
+	// ScanBudget bounds the work of one request's filter: the bytes of events it examines,
+	// each counted once for every pass the filter makes over it (filter.Query.Work). A read
+	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
+	// the costliest filter.
+	ScanBudget int64
 }
 
 // Server is an http.Handler serving the node's API.
@@ -106,6 +115,16 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyMemory <= 0 {
 		cfg.MaxBodyMemory = 64 << 20
+	}
+	if cfg.MaxReplyBytes <= 0 {
+		cfg.MaxReplyBytes = 4 << 20
+	}
+	// A reply always has room for one item of the largest size (an event whose type is as
+	// long as the rest of it, which an item holds twice), and for the ends of a batch's
+	// other replies.
+	cfg.MaxReplyBytes = max(cfg.MaxReplyBytes, 2*cfg.MaxEventSize+16<<10)
+	if cfg.ScanBudget <= 0 {
+		cfg.ScanBudget = 1_500_000_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -329,11 +348,15 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	var res result
 	if rerr == nil {
+		// The page is bounded; the envelope and the id, which echoes the request, come on top.
 		res, rerr = s.events(r.Context(), p)
 	}
 	s.writeCall(w, id, res, rerr)
 	res.release()
 }
+
+// envelopeSize is room for the JSON-RPC envelope of a reply with this id.
+func envelopeSize(id json.RawMessage) int { return len(id) + 48 }
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json.RawMessage, err error) {
 	var out bytes.Buffer
@@ -350,29 +373,73 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		return
 	}
 	// The calls run one after another; they share one wait, so that a batch of
-	// long-polls answers within the write timeout, as a single call does.
+	// long-polls answers within the write timeout, as a single call does, and one reply
+	// budget, of which each call keeps back room for the replies of the calls after it.
+	// Each reply is written as soon as it is ready: the batch never holds more than one
+	// page.
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
 	defer cancel()
-	out.WriteByte('[')
-	replies := 0
-	for _, raw := range reqs {
-		id, res, rerr, reply := s.call(ctx, raw)
-		if !reply {
+	calls := make([]batchCall, len(reqs))
+	kept := 0 // room kept back for the calls not yet run
+	for i, raw := range reqs {
+		c := &calls[i]
+		c.id, c.p, c.rerr = decodeCall(raw)
+		reqs[i] = nil
+		if c.rerr != nil || c.p != nil {
+			c.room = envelopeSize(c.id) + replyTrailer
+			kept += c.room
+		}
+	}
+	left := s.cfg.MaxReplyBytes
+	scan := s.cfg.ScanBudget
+	replies, items := 0, 0
+	for i := range calls {
+		c := &calls[i]
+		if c.rerr == nil && c.p == nil {
 			continue // a notification has no place among the replies
 		}
-		if replies++; replies > 1 {
+		kept -= c.room
+		var res result
+		rerr := c.rerr
+		if rerr == nil {
+			res, rerr = s.eventsWithin(ctx, c.p, callBudget{reply: left - kept - envelopeSize(c.id), force: items == 0, scan: &scan})
+		}
+		out.Reset()
+		if replies == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			out.WriteByte('[')
+		} else {
 			out.WriteByte(',')
 		}
-		appendRPC(&out, id, res.b, rerr)
-		res.release()
+		replies++
+		items += res.items
+		if rerr != nil {
+			appendRPC(&out, c.id, nil, rerr)
+			_, _ = w.Write(out.Bytes())
+		} else {
+			appendRPC(&out, c.id, nil, nil)
+			out.Truncate(out.Len() - 1) // without the closing brace
+			_, _ = w.Write(out.Bytes())
+			_, _ = w.Write(res.b)
+			_, _ = w.Write([]byte("}"))
+			res.release()
+		}
+		left -= out.Len() + len(res.b) + 1
 	}
 	if replies == 0 {
 		// Notifications alone: nothing to answer, as with a single one.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	out.WriteByte(']')
-	writeRaw(w, out.Bytes())
+	_, _ = w.Write([]byte("]\n"))
+}
+
+// batchCall is one call of a batch, decoded.
+type batchCall struct {
+	id   json.RawMessage
+	p    *eventsParams // nil for a notification or an error
+	rerr *rpcError
+	room int // bytes its reply takes when it is an error or a page without items
 }
 
 func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
@@ -424,20 +491,6 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 		out.Write(result)
 	}
 	out.WriteByte('}')
-}
-
-// call answers one JSON-RPC request object: the id to echo, and a result or an error; reply
-// is false for a notification, which is not run and gets no reply.
-func (s *Server) call(ctx context.Context, raw []byte) (id json.RawMessage, res result, rerr *rpcError, reply bool) {
-	id, p, rerr := decodeCall(raw)
-	if rerr != nil {
-		return id, result{}, rerr, true
-	}
-	if p == nil {
-		return nil, result{}, nil, false
-	}
-	res, rerr = s.events(ctx, p)
-	return id, res, rerr, true
 }
 
 // decodeCall decodes a request object: the id and params of a call, an error to answer
@@ -544,100 +597,6 @@ func writeGet(w http.ResponseWriter, res result, rerr *rpcError) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(res.b)+1))
 	_, _ = w.Write(res.b)
 	_, _ = w.Write([]byte("\n"))
-}
-
-// readPage reads a page with a read slot: waiting readers hold none, but a page being built
-// holds up to MaxItems events in memory, so only MaxReads are built at once; the others
-// queue briefly (until their request ends).
-func (s *Server) readPage(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
-	select {
-	case s.reads <- struct{}{}:
-	case <-ctx.Done():
-		return eventlog.Page{}, ctx.Err()
-	}
-	defer func() { <-s.reads }()
-	return s.cfg.Store.Read(ctx, q)
-}
-
-// encodeAndRelease encodes a page, then lets the log reuse the page's memory.
-func (s *Server) encodeAndRelease(page *eventlog.Page, ascending bool) []byte {
-	b := encodePage(*page, ascending)
-	page.Release()
-	return b
-}
-
-// Page buffers are reused: a replay moves thousands of pages of up to megabytes, and
-// allocating each anew made garbage collection a large share of the node's work.
-var pageBufs sync.Pool // of *[]byte
-
-func getPageBuf(n int) []byte {
-	if p, ok := pageBufs.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-// putPageBuf returns a page to the pool once the reply holding it has been written.
-func putPageBuf(b []byte) {
-	if b != nil && cap(b) <= 16<<20 {
-		b = b[:0]
-		pageBufs.Put(&b)
-	}
-}
-
-// encodePage writes the result object by hand: each item's data is the stored CloudEvent
-// JSON, copied as is rather than decoded and encoded again.
-func encodePage(p eventlog.Page, ascending bool) []byte {
-	return appendPage(getPageBuf(pageSize(p)), p, ascending)
-}
-
-// pageSize is room enough for a page encoded, so that it is not copied as it grows.
-func pageSize(p eventlog.Page) int {
-	n := 128 // the envelope of the page, with two cursors
-	for _, it := range p.Items {
-		// {"cursor":"<33>","event":"<type>","data":<json>}, a comma, and room for escapes.
-		n += len(it.JSON) + len(it.Type) + 96
-	}
-	return n
-}
-
-func appendPage(b []byte, p eventlog.Page, ascending bool) []byte {
-	b = append(b, `{"items":[`...)
-	for i, it := range p.Items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"cursor":"`...)
-		b = it.Cursor.Append(b)
-		b = append(b, `","event":`...)
-		b = appendJSONString(b, it.Type)
-		b = append(b, `,"data":`...)
-		b = append(b, it.JSON...)
-		b = append(b, '}')
-	}
-	b = append(b, `],"more":`...)
-	b = strconv.AppendBool(b, p.More)
-	b = append(b, `,"oldest":"`...)
-	b = p.Oldest.Append(b)
-	b = append(b, `","newest":"`...)
-	b = p.Newest.Append(b)
-	b = append(b, '"')
-	if ascending {
-		b = append(b, `,"order":"asc"`...)
-	}
-	return append(b, '}')
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // --- ingest -------------------------------------------------------------------------------
