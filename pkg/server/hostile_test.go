@@ -232,6 +232,40 @@ func TestBatchReplyIsBounded(t *testing.T) {
 	}
 }
 
+// A batch of long-polls whose first call takes the whole budget answers at once: the later
+// calls find items they have no room for, which is no reason to wait.
+func TestBatchOfLongPollsOverTheBudget(t *testing.T) {
+	n := newNode(t, server.Config{MaxItems: 1000, MaxReplyBytes: 256 << 10, MaxWait: time.Hour}, eventlog.Options{})
+	bigEvents(n, 100, 8<<10)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"maxItems":1000,"waitTime":"1h"}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	done := make(chan []byte, 1)
+	go func() {
+		_, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+		done <- b
+	}()
+	var b []byte
+	for b == nil {
+		select {
+		case b = <-done:
+		case <-time.After(time.Millisecond):
+			if n.srv.Waiters() > 0 {
+				t.Fatal("a call of the batch waits")
+			}
+		}
+	}
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	for i, r := range replies {
+		if r.Result == nil || !r.Result.More || (i > 0) != (len(r.Result.Items) == 0) {
+			t.Fatalf("call %d: %s", i, abbrev(b))
+		}
+	}
+}
+
 // A single GET is bounded by MaxReplyBytes too, in either order.
 func TestPageIsBounded(t *testing.T) {
 	const budget = 200 << 10

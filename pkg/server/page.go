@@ -24,8 +24,7 @@ import (
 // replyTrailer is room for what follows a page's items: more, oldest, newest, resume and order.
 const replyTrailer = 256
 
-// minItemBytes is less than any item takes encoded: a read asks for no more items than the
-// reply has room for at this size.
+// minItemBytes is less than any item takes encoded.
 const minItemBytes = 64
 
 // pageEnd is what a result says after its items.
@@ -169,10 +168,14 @@ func (c *scanCount) matchJSON(event []byte) bool {
 // hold none, but a page being read holds up to q.Max events in memory, so only MaxReads are
 // built at once; the others queue briefly (until their request ends).
 //
-// A filtered read goes in steps, each given as many records as the budget left pays for if
-// every record were as large as an event may be; each step's actual work is counted and the
-// next starts where the last stopped. So a filter that is costly per byte is stopped after
-// few records, and a cheap one on small events examines many.
+// A read goes in steps, each starting where the last stopped. A step asks for no more items
+// than the reply has room for if each were as large as the largest item seen by the last step
+// that saw any (this read's, or before it another read's; as large as an event may be at
+// first), so that the items a step holds in memory take about the room left rather than a
+// page of the largest events, and a page of small events is read in one step. A filtered step is
+// given as many records as the scan budget left pays for if every record were as large as an
+// event may be, and its actual work is counted: a filter that is costly per byte is stopped
+// after few records, and a cheap one on small events examines many.
 func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan *int64, pw *pageWriter) (pageEnd, error) {
 	select {
 	case s.reads <- struct{}{}:
@@ -184,9 +187,13 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 	left := *scan
 	defer func() { *scan = left }()
 	perRecord := int64(max(work, 1)) * int64(s.cfg.MaxEventSize)
+	largest := int(s.largestItem.Load()) // the largest item a step may meet
+	if largest == 0 {
+		largest = s.cfg.MaxEventSize
+	}
 	for step := 0; ; step++ {
 		sq := q
-		sq.Max = min(q.Max-pw.n, 1+pw.room()/minItemBytes)
+		sq.Max = min(q.Max-pw.n, 1+pw.room()/max(largest, minItemBytes))
 		var count *scanCount
 		if q.Match != nil {
 			count = &scanCount{match: q.Match, work: int64(max(work, 1))}
@@ -199,6 +206,13 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 		}
 		pw.grow(min(pageSize(page), pw.room()+replyTrailer))
 		wrote := pw.add(page.Items)
+		if wrote > 0 {
+			largest = 0
+			for _, it := range page.Items[:wrote] {
+				largest = max(largest, len(it.JSON)+len(it.Type)+64)
+			}
+			s.largestItem.Store(int64(largest))
+		}
 		var last cursor.Cursor
 		if wrote > 0 {
 			last = page.Items[wrote-1].Cursor

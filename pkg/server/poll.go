@@ -235,9 +235,10 @@ func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *r
 		if err != nil {
 			return result{}, s.readError(ctx, err), true
 		}
-		if pw.n > 0 || !end.resume.IsZero() {
-			// Items, or a read that stopped on its budget: a client resumes at once rather
-			// than wait on a range it has not seen the end of.
+		if pw.n > 0 || pw.cut || !end.resume.IsZero() {
+			// Items, or items there was no room for, or a read that stopped on its budget:
+			// a client goes on at once rather than wait on a range it has not seen the end
+			// of.
 			return result{b: pw.finish(end), pooled: true, items: pw.n}, nil, true
 		}
 		putPageBuf(pw.b)
@@ -296,7 +297,7 @@ func (s *Server) readShared(ctx context.Context, pl *poll, sp *sharedPage) {
 		return
 	}
 	sp.end = end
-	sp.answer, sp.items = pw.n > 0 || !end.resume.IsZero(), pw.n
+	sp.answer, sp.items = pw.n > 0 || pw.cut || !end.resume.IsZero(), pw.n
 	if sp.answer {
 		b := pw.finish(end)
 		sp.body = b[:len(b):len(b)] // full: appending to it must copy

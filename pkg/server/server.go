@@ -71,11 +71,13 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
-	bodies   atomic.Int64  // bytes of request bodies held (MaxBodyMemory)
-	ingest   chan struct{} // semaphore
-	reads    chan struct{} // semaphore: bounds the memory and CPU that page building takes
-	limits   cevent.Limits
-	shared   shareCache // reads shared by long-polls asking the same
+	bodies   atomic.Int64 // bytes of request bodies held (MaxBodyMemory)
+
+	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
+	ingest      chan struct{} // semaphore
+	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
+	limits      cevent.Limits
+	shared      shareCache // reads shared by long-polls asking the same
 }
 
 // New returns a Server for cfg.
