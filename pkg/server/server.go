@@ -543,8 +543,9 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 
 // echoID returns the id to echo, a copy: as sent, unless it is a string holding bytes that are
 // not UTF-8, which JSON text may not hold (RFC 8259). Such a string is echoed with each of
-// those bytes replaced by U+FFFD, as a Tendermint node echoes it (it decodes the id into a Go
-// string and encodes that): a client that decodes its own id the same way finds it.
+// those bytes replaced by U+FFFD: what a lenient decoder (Go's, for one) reads from the id as
+// sent, so that a client still finds its reply, while one that decodes strictly is not given
+// invalid JSON. (A Tendermint node echoes the bytes as they are.)
 func echoID(id []byte) json.RawMessage {
 	if id[0] != '"' || utf8.Valid(id) {
 		return bytes.Clone(id)
