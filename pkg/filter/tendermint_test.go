@@ -82,6 +82,24 @@ func TestCheckTendermint(t *testing.T) {
 	}
 }
 
+// conditionsJoinedByAnd reports whether x is a condition or an AND of conditions (or the
+// empty query): what a query in Tendermint's language means. (Its canonical text cannot
+// tell, as " OR " may stand in a string.)
+func conditionsJoinedByAnd(x *expr) bool {
+	switch {
+	case x == nil || x.kind == exprCond:
+		return true
+	case x.kind != exprAnd:
+		return false
+	}
+	for _, t := range x.terms {
+		if t.kind != exprCond {
+			return false
+		}
+	}
+	return true
+}
+
 // limitError reports whether err is Compile's refusal of a query longer or larger than it
 // takes (see MaxQueryBytes, MaxConditions).
 func limitError(err error) bool {
@@ -125,8 +143,8 @@ func FuzzCheckTendermint(f *testing.F) {
 			if ext != nil {
 				t.Fatalf("%q: a Tendermint node accepts it, yet it uses an extension: %v", src, ext)
 			}
-			if canon := q.canonical(); strings.Contains(canon, "(NOT ") || strings.Contains(canon, " OR ") {
-				t.Fatalf("%q: a Tendermint node accepts it; evtctl reads %s", src, canon)
+			if !conditionsJoinedByAnd(q.root) {
+				t.Fatalf("%q: a Tendermint node accepts it; evtctl reads %s", src, q.canonical())
 			}
 			return
 		}
