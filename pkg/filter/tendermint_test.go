@@ -121,7 +121,7 @@ func FuzzCheckTendermint(f *testing.F) {
 		f.Add(tc.src)
 	}
 	for _, tc := range badQueries {
-		f.Add(tc.src)
+		addSeed(f, tc.src)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		tmErr := tendermintParse(src)
