@@ -135,7 +135,7 @@ func bodyBytes(t *testing.T, n *node) float64 {
 // Bodies being received count against MaxBodyMemory: past it, a request is refused with
 // 503 rather than held, and the bytes are given back when a request is done.
 func TestBodyMemoryIsBounded(t *testing.T) {
-	h := newHeldNode(t, server.Config{MaxBodyMemory: 64 << 10})
+	h := newHeldNode(t, server.Config{MaxBodyMemory: 64 << 10, MaxBody: 64 << 10, MaxRPCBody: 16 << 10})
 	conn := h.hold(t, "/events", "application/cloudevents+json", 60<<10, "")
 	waitUntil(t, "the held body counts", func() bool { return bodyBytes(t, h.node) == 60<<10 })
 	ev := ceJSON("/big", "1", "big.t", 1)

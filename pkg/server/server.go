@@ -49,7 +49,8 @@ type Config struct {
 	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
 	BodyTimeout time.Duration
 	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
-	// from the first byte received until the request no longer needs it; default 64 MiB.
+	// from the first byte received until the request no longer needs it; default 64 MiB, and
+	// at least MaxBody.
 	MaxBodyMemory int64
 	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
 	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
@@ -118,6 +119,8 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyMemory <= 0 {
 		cfg.MaxBodyMemory = 64 << 20
 	}
+	// Room for at least one body of the largest size, or such bodies would never be taken.
+	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody, cfg.MaxRPCBody)
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = 4 << 20
 	}
