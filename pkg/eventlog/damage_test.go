@@ -170,8 +170,8 @@ func TestDamageIsFencedNotRepaired(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(p.Items) != 2 || !p.More || p.Resume != after {
-					t.Fatalf("page before the damage: %d items, more %v, resume %v; want 2, true, %v", len(p.Items), p.More, p.Resume, after)
+				if len(p.Items) != 2 || !p.More || p.Resume != after || !p.AtLoss {
+					t.Fatalf("page before the damage: %d items, more %v, resume %v, at loss %v; want 2, true, %v, true", len(p.Items), p.More, p.Resume, p.AtLoss, after)
 				}
 			}
 			// New records get sequence numbers above every old one, lost ones included.

@@ -428,7 +428,7 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 	}
 	if cut && !page.More {
 		// Stopped short of a lost range: the next read, after the record before it, is told.
-		page.More, page.Resume = true, sn.cursorBefore(stop)
+		page.More, page.Resume, page.AtLoss = true, sn.cursorBefore(stop), true
 	}
 	return page, nil
 }

@@ -71,6 +71,10 @@ type Page struct {
 	// than a full page — the budget, or a damaged range: the position a client resumes
 	// from: as `after` for an ascending read, as `before` for a newest-first one.
 	Resume cursor.Cursor
+	// AtLoss: the read stopped at a range lost to damage, and Resume is the record before
+	// it. A reader that goes on from Resume is told of the loss (Oldest); one who reads on
+	// for it must not, or the loss goes unseen.
+	AtLoss bool
 
 	arena arena // memory of Items' JSON, reused after Release
 }

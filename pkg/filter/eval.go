@@ -10,94 +10,139 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// expr is a compiled expression. Each method is given either an attribute source or a JSON
-// object (possibly "" for a document without attributes).
-type expr interface {
-	match(a Attributes) bool
-	matchJSON(doc string) bool
-	format(b *strings.Builder)
+// expr is a compiled expression: a condition, or AND, OR or NOT of expressions.
+type expr struct {
+	kind  exprKind
+	terms []*expr   // the terms of AND and OR; the operand of NOT
+	cond  condition // a condition's
 }
 
-type (
-	andExpr []expr
-	orExpr  []expr
-	notExpr struct{ x expr }
+type exprKind uint8
+
+const (
+	exprCond exprKind = iota
+	exprAnd
+	exprOr
+	exprNot
 )
 
-// add appends x, merging the terms of a nested conjunction.
-func (e andExpr) add(x expr) andExpr {
-	if inner, ok := x.(andExpr); ok {
-		return append(e, inner...)
+func notExpr(x *expr) *expr { return &expr{kind: exprNot, terms: []*expr{x}} }
+
+// join returns x and y joined by AND or OR (kind), merging the terms of x or y when it is
+// itself of that kind.
+func join(kind exprKind, x, y *expr) *expr {
+	var terms []*expr
+	if x.kind == kind {
+		terms = x.terms
+	} else {
+		terms = []*expr{x}
 	}
-	return append(e, x)
+	if y.kind == kind {
+		terms = append(terms, y.terms...)
+	} else {
+		terms = append(terms, y)
+	}
+	return &expr{kind: kind, terms: terms}
 }
 
-// add appends x, merging the terms of a nested disjunction.
-func (e orExpr) add(x expr) orExpr {
-	if inner, ok := x.(orExpr); ok {
-		return append(e, inner...)
-	}
-	return append(e, x)
-}
-
-func (e andExpr) match(a Attributes) bool {
-	for _, x := range e {
-		if !x.match(a) {
-			return false
+func (e *expr) match(a Attributes) bool {
+	switch e.kind {
+	case exprAnd:
+		for _, x := range e.terms {
+			if !x.match(a) {
+				return false
+			}
 		}
-	}
-	return true
-}
-
-func (e andExpr) matchJSON(doc string) bool {
-	for _, x := range e {
-		if !x.matchJSON(doc) {
-			return false
+		return true
+	case exprOr:
+		for _, x := range e.terms {
+			if x.match(a) {
+				return true
+			}
 		}
+		return false
+	case exprNot:
+		return !e.terms[0].match(a)
 	}
-	return true
+	return e.cond.match(a)
 }
 
-func (e orExpr) match(a Attributes) bool {
-	for _, x := range e {
-		if x.match(a) {
-			return true
+// jsonEnv holds, while a CloudEvent is matched, the values of the tags that several
+// conditions test, each looked up once, when a condition first needs it. (The document is
+// kept apart, so that escape analysis sees that a jsonEnv can stay on the stack.)
+type jsonEnv struct {
+	values []gjson.Result // by condition.slot
+	found  []uint64       // which of values are looked up, a bit each
+}
+
+// lookup returns the value of c's tag in doc.
+func (v *jsonEnv) lookup(doc string, c *condition) gjson.Result {
+	if c.slot < 0 {
+		return gjson.Get(doc, c.path)
+	}
+	word, bit := c.slot/64, uint64(1)<<(c.slot%64)
+	if v.found[word]&bit == 0 {
+		v.values[c.slot] = gjson.Get(doc, c.path)
+		v.found[word] |= bit
+	}
+	return v.values[c.slot]
+}
+
+func (e *expr) matchJSON(doc string, v *jsonEnv) bool {
+	switch e.kind {
+	case exprAnd:
+		for _, x := range e.terms {
+			if !x.matchJSON(doc, v) {
+				return false
+			}
 		}
-	}
-	return false
-}
-
-func (e orExpr) matchJSON(doc string) bool {
-	for _, x := range e {
-		if x.matchJSON(doc) {
-			return true
+		return true
+	case exprOr:
+		for _, x := range e.terms {
+			if x.matchJSON(doc, v) {
+				return true
+			}
 		}
+		return false
+	case exprNot:
+		return !e.terms[0].matchJSON(doc, v)
 	}
-	return false
+	return e.cond.matchJSON(v.lookup(doc, &e.cond))
 }
 
-func (e notExpr) match(a Attributes) bool   { return !e.x.match(a) }
-func (e notExpr) matchJSON(doc string) bool { return !e.x.matchJSON(doc) }
-
-// The format methods write a fully parenthesized form that parses back to the same tree.
-
-func (e andExpr) format(b *strings.Builder) { formatTerms(b, e, " AND ") }
-func (e orExpr) format(b *strings.Builder)  { formatTerms(b, e, " OR ") }
-
-func formatTerms(b *strings.Builder, terms []expr, sep string) {
-	b.WriteByte('(')
-	for i, x := range terms {
-		if i > 0 {
-			b.WriteString(sep)
+// The format method writes a fully parenthesized form that parses back to the same tree.
+func (e *expr) format(b *strings.Builder) {
+	switch e.kind {
+	case exprAnd, exprOr:
+		sep := " AND "
+		if e.kind == exprOr {
+			sep = " OR "
 		}
-		x.format(b)
+		b.WriteByte('(')
+		for i, x := range e.terms {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			x.format(b)
+		}
+		b.WriteByte(')')
+	case exprNot:
+		b.WriteString("NOT ")
+		e.terms[0].format(b)
+	default:
+		e.cond.format(b)
 	}
-	b.WriteByte(')')
 }
 
-func (e notExpr) format(b *strings.Builder) {
-	b.WriteString("NOT ")
-	e.x.format(b)
+// walk calls fn for each condition of e, in order.
+func (e *expr) walk(fn func(*condition)) {
+	if e.kind == exprCond {
+		fn(&e.cond)
+		return
+	}
+	for _, x := range e.terms {
+		x.walk(fn)
+	}
 }
 
 // A condition tests the values of one tag.
@@ -111,17 +156,22 @@ type condition struct {
 	num    float64   // number operand; NaN (matching nothing) if out of range
 	when   time.Time // TIME operand
 	day    int       // DATE operand, as dayNumber gives it
-	pat    pattern   // MATCHES operand
+	pat    *pattern  // MATCHES operand
+	slot   int       // where a jsonEnv keeps the value of path when other conditions test it too; -1: it does not
 }
 
-func newCondition(tag string, op, arg token) (*condition, *SyntaxError) {
-	c := &condition{
+// newCondition returns the expression of one condition.
+func newCondition(tag string, op, arg token) (*expr, *SyntaxError) {
+	e := &expr{kind: exprCond}
+	c := &e.cond
+	*c = condition{
 		tag:    tag,
 		path:   jsonPath(tag),
 		op:     op.kind,
 		opText: op.text,
 		arg:    arg.kind,
 		text:   arg.text,
+		slot:   -1,
 	}
 	switch arg.kind {
 	case tokNumber:
@@ -143,7 +193,7 @@ func newCondition(tag string, op, arg token) (*condition, *SyntaxError) {
 			c.pat = pat
 		}
 	}
-	return c, nil
+	return e, nil
 }
 
 // jsonPath maps a tag to the gjson path of its member in a CloudEvent: "data.a.b" descends into
@@ -192,8 +242,8 @@ func (c *condition) match(a Attributes) bool {
 	return false
 }
 
-func (c *condition) matchJSON(doc string) bool {
-	r := gjson.Get(doc, c.path)
+// matchJSON tests the value of c's tag in a CloudEvent.
+func (c *condition) matchJSON(r gjson.Result) bool {
 	if !r.IsArray() {
 		return c.testJSON(r)
 	}

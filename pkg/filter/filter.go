@@ -2,16 +2,21 @@
 package filter
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/tidwall/gjson"
 )
 
 // Query is a compiled query. It is immutable and safe for concurrent use.
 // A nil *Query matches everything.
 type Query struct {
-	src  string
-	root expr // nil for the empty query
+	src   string
+	root  *expr // nil for the empty query
+	slots int   // values a match keeps, one per tag that several conditions test
+	work  int   // see Work
 }
 
 // Compile parses a query once; the result is immutable and safe for concurrent use.
@@ -24,12 +29,66 @@ type Query struct {
 // compiles and means the same here, except that DATE also compares timestamps by their UTC
 // day where Tendermint matches only dates. Errors are *SyntaxError: for a query that uses none
 // of the additions before the point of the error, the error a Tendermint node gives for it.
+//
+// A query is at most MaxQueryBytes long, has at most MaxConditions conditions and nests at most
+// MaxDepth deep; a longer or larger one is a *SyntaxError at the point where it goes past the
+// limit.
 func Compile(src string) (*Query, error) {
+	if len(src) > MaxQueryBytes {
+		return nil, &SyntaxError{Offset: MaxQueryBytes,
+			Msg: fmt.Sprintf("the query is %d bytes long; at most %d are taken", len(src), MaxQueryBytes)}
+	}
 	root, err := parse(src)
 	if err != nil {
 		return nil, err
 	}
-	return &Query{src: src, root: root}, nil
+	q := &Query{src: src, root: root}
+	if root != nil {
+		q.assignSlots()
+		q.work = q.slots
+		q.root.walk(func(c *condition) {
+			q.work++ // the test of a value, which for an array reads the array
+			if c.slot < 0 {
+				q.work++ // the lookup of a tag no other condition tests
+			}
+			if c.op == tokMatches {
+				q.work += 5 // a pattern reads its text word by word
+			}
+		})
+	}
+	return q, nil
+}
+
+// Work is about how much a match of q costs for each byte of an event, counted in passes
+// over the event's bytes: a tag's lookup reads the event up to the tag (all of it when the
+// tag is absent), the test of a value may read the value, and MATCHES reads its text word by
+// word, which costs about five passes. Budgets of filtering work divide by it; the empty
+// query's work is 0.
+func (q *Query) Work() int {
+	if q == nil {
+		return 0
+	}
+	return q.work
+}
+
+// assignSlots gives each tag that several conditions test a slot, so that a match looks its
+// value up once however many conditions test it. (A query has at most MaxConditions
+// conditions: comparing each with those before it costs little, once.)
+func (q *Query) assignSlots() {
+	conds := make([]*condition, 0, 16)
+	q.root.walk(func(c *condition) { conds = append(conds, c) })
+	for i, c := range conds {
+		for _, first := range conds[:i] {
+			if first.path == c.path {
+				if first.slot < 0 {
+					first.slot = q.slots
+					q.slots++
+				}
+				c.slot = first.slot
+				break
+			}
+		}
+	}
 }
 
 // SyntaxError is the error of Compile and CheckTendermint. For a query in Tendermint's
@@ -72,7 +131,17 @@ func (q *Query) MatchJSON(event []byte) bool {
 	if !isObject(doc) {
 		doc = ""
 	}
-	return q.root.matchJSON(doc)
+	var v jsonEnv
+	switch {
+	case q.slots == 0:
+	case q.slots <= 4:
+		var values [4]gjson.Result
+		var found [1]uint64
+		v.values, v.found = values[:q.slots], found[:]
+	default:
+		v.values, v.found = make([]gjson.Result, q.slots), make([]uint64, (q.slots+63)/64)
+	}
+	return q.root.matchJSON(doc, &v)
 }
 
 // Match reports whether a satisfies q. A condition holds if any value of its tag satisfies it.

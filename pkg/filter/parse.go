@@ -21,9 +21,18 @@ import (
 // is followed by an operator, it is read as a tag: "NOT EXISTS" is a condition on the tag NOT,
 // as it is for Tendermint.
 
-// maxDepth bounds the nesting of parentheses and NOTs, which the parser and the evaluator
-// handle by recursion.
-const maxDepth = 1000
+// Limits of a query, so that compiling and evaluating one costs a bounded amount of work. A
+// Tendermint node caps the queries of its subscriptions at 512 bytes, which leaves room for
+// about 70 conditions; the events method has no cap there.
+const (
+	// MaxQueryBytes is the longest query Compile takes.
+	MaxQueryBytes = 4096
+	// MaxConditions is the most conditions a query may have.
+	MaxConditions = 256
+	// MaxDepth is the deepest that parentheses and NOTs may nest (the parser and the
+	// evaluator handle them by recursion).
+	MaxDepth = 64
+)
 
 // What may follow a tag, and what may follow each operator, in Tendermint's order.
 var (
@@ -37,6 +46,7 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int
+	conds int          // conditions so far
 	ext   *SyntaxError // the first of evtctl's additions met, as CheckTendermint words it
 }
 
@@ -45,7 +55,7 @@ func newParser(src string) *parser { return &parser{toks: scan(src)} }
 // parse returns the expression of src, or nil for an empty query. An error in a query that
 // uses none of evtctl's additions up to the point of the error is worded as a Tendermint node
 // words it.
-func parse(src string) (expr, *SyntaxError) {
+func parse(src string) (*expr, *SyntaxError) {
 	p := newParser(src)
 	x, err := p.query()
 	if err != nil && p.ext == nil {
@@ -56,7 +66,7 @@ func parse(src string) (expr, *SyntaxError) {
 	return x, err
 }
 
-func (p *parser) query() (expr, *SyntaxError) {
+func (p *parser) query() (*expr, *SyntaxError) {
 	if p.peek(0).kind == tokEOF {
 		return nil, nil
 	}
@@ -97,41 +107,39 @@ func (p *parser) next() token {
 	return t
 }
 
-func (p *parser) or() (expr, *SyntaxError) {
+func (p *parser) or() (*expr, *SyntaxError) {
 	x, err := p.and()
-	if err != nil || p.peek(0).kind != tokOr {
-		return x, err
+	if err != nil {
+		return nil, err
 	}
-	terms := orExpr{}.add(x)
 	for p.peek(0).kind == tokOr {
 		p.noteExtension(p.next())
 		y, err := p.and()
 		if err != nil {
 			return nil, err
 		}
-		terms = terms.add(y)
+		x = join(exprOr, x, y)
 	}
-	return terms, nil
+	return x, nil
 }
 
-func (p *parser) and() (expr, *SyntaxError) {
+func (p *parser) and() (*expr, *SyntaxError) {
 	x, err := p.unary()
-	if err != nil || p.peek(0).kind != tokAnd {
-		return x, err
+	if err != nil {
+		return nil, err
 	}
-	terms := andExpr{}.add(x)
 	for p.peek(0).kind == tokAnd {
 		p.next()
 		y, err := p.unary()
 		if err != nil {
 			return nil, err
 		}
-		terms = terms.add(y)
+		x = join(exprAnd, x, y)
 	}
-	return terms, nil
+	return x, nil
 }
 
-func (p *parser) unary() (expr, *SyntaxError) {
+func (p *parser) unary() (*expr, *SyntaxError) {
 	t := p.peek(0)
 	switch {
 	case t.kind == tokLParen:
@@ -160,7 +168,7 @@ func (p *parser) unary() (expr, *SyntaxError) {
 		if err != nil {
 			return nil, err
 		}
-		return notExpr{x}, nil
+		return notExpr(x), nil
 	case t.kind == tokTag, isTendermintTag(t.kind) && p.peek(1).kind.isOperator():
 		return p.condition()
 	}
@@ -172,8 +180,11 @@ func isTendermintTag(k tokenKind) bool {
 	return k == tokOr || k == tokNot || k == tokMatches
 }
 
-func (p *parser) condition() (expr, *SyntaxError) {
+func (p *parser) condition() (*expr, *SyntaxError) {
 	tag, op := p.next(), p.next()
+	if p.conds++; p.conds > MaxConditions {
+		return nil, &SyntaxError{Offset: tag.pos, Msg: fmt.Sprintf("more than %d conditions in one query", MaxConditions)}
+	}
 	var operands []tokenKind
 	switch op.kind {
 	case tokExists:
@@ -202,8 +213,8 @@ func (p *parser) condition() (expr, *SyntaxError) {
 }
 
 func (p *parser) enter(t token) *SyntaxError {
-	if p.depth++; p.depth > maxDepth {
-		return &SyntaxError{Offset: t.pos, Msg: fmt.Sprintf("expression nested deeper than %d levels", maxDepth)}
+	if p.depth++; p.depth > MaxDepth {
+		return &SyntaxError{Offset: t.pos, Msg: fmt.Sprintf("expression nested deeper than %d levels", MaxDepth)}
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ var validQueries = []struct{ src, want string }{
 	{`OR = 'x' OR MATCHES MATCHES 'a.*'`, `(OR = 'x' OR MATCHES MATCHES 'a.*')`},
 
 	// Nesting up to the limit.
-	{strings.Repeat("(", maxDepth) + "a EXISTS" + strings.Repeat(")", maxDepth), "a EXISTS"},
+	{strings.Repeat("(", MaxDepth) + "a EXISTS" + strings.Repeat(")", MaxDepth), "a EXISTS"},
 	{strings.Repeat("NOT ", 2) + "a EXISTS", "NOT NOT a EXISTS"},
 }
 
@@ -241,8 +241,40 @@ var badQueries = []struct{ src, want string }{
 	{`x MATCHES '**'`, `offset 11: wildcard * inside a word, wanted it alone between dots`},
 
 	// Nesting beyond the limit.
-	{strings.Repeat("(", maxDepth+1) + "a EXISTS" + strings.Repeat(")", maxDepth+1), "offset 1000: expression nested deeper than 1000 levels"},
-	{strings.Repeat("NOT ", maxDepth+1) + "a EXISTS", "offset 4000: expression nested deeper than 1000 levels"},
+	{strings.Repeat("(", MaxDepth+1) + "a EXISTS" + strings.Repeat(")", MaxDepth+1), "offset 64: expression nested deeper than 64 levels"},
+	{strings.Repeat("NOT ", MaxDepth+1) + "a EXISTS", "offset 256: expression nested deeper than 64 levels"},
+
+	// Size beyond the limits.
+	{strings.Repeat("a EXISTS AND ", MaxConditions) + "b EXISTS", "offset 3328: more than 256 conditions in one query"},
+	{strings.Repeat("a = 1 OR ", MaxConditions) + "b EXISTS", "offset 2304: more than 256 conditions in one query"},
+	{"a = '" + strings.Repeat("x", MaxQueryBytes) + "'", "offset 4096: the query is 4102 bytes long; at most 4096 are taken"},
+}
+
+// The limits never refuse a query that a Tendermint node takes for a subscription (at most
+// 512 bytes): not the one with the most conditions, nor the longest.
+func TestLimitsTakeTendermintQueries(t *testing.T) {
+	dense := strings.TrimSuffix(strings.Repeat("a=1 AND ", 512/8), " AND ") // 64 conditions
+	long := "a = '" + strings.Repeat("x", 512-6) + "'"
+	for _, src := range []string{dense, long} {
+		if len(src) > 512 {
+			t.Fatalf("a query of %d bytes", len(src))
+		}
+		if err := CheckTendermint(src); err != nil {
+			t.Fatalf("CheckTendermint(%.30q…): %v", src, err)
+		}
+		if _, err := Compile(src); err != nil {
+			t.Errorf("Compile(%.30q…): %v", src, err)
+		}
+	}
+	// And at the limits themselves.
+	most := strings.TrimSuffix(strings.Repeat("a=1 AND ", MaxConditions), " AND ")
+	longest := "a = '" + strings.Repeat("x", MaxQueryBytes-6) + "'"
+	deepest := strings.Repeat("(", MaxDepth) + "a EXISTS" + strings.Repeat(")", MaxDepth)
+	for _, src := range []string{most, longest, deepest} {
+		if _, err := Compile(src); err != nil {
+			t.Errorf("Compile(%.30q…): %v", src, err)
+		}
+	}
 }
 
 func TestCompileErrors(t *testing.T) {

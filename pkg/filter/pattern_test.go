@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 var patternCases = []struct {
@@ -106,6 +107,115 @@ func TestPatternRandom(t *testing.T) {
 			t.Fatalf("%q MATCHES %q: got %v, want %v", text, pat, got, want)
 		}
 	}
+}
+
+// TestPatternLongRuns checks match against matchTable on patterns whose runs of words between
+// '#'s are longer than a machine word and on texts of hundreds of words.
+func TestPatternLongRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	words := []string{"a", "b", "c", "*", "#"}
+	random := func(n int, wild bool) []string {
+		w := make([]string, n)
+		for i := range w {
+			k := r.IntN(len(words))
+			if !wild {
+				k = r.IntN(2) // texts mostly of a and b, so that runs nearly match often
+			} else if words[k] == "#" && r.IntN(8) > 0 {
+				k = r.IntN(2) // few '#'s: long runs between them
+			}
+			w[i] = words[k]
+		}
+		return w
+	}
+	for range 3000 {
+		pat := random(1+r.IntN(200), true)
+		text := random(1+r.IntN(400), false)
+		if r.IntN(3) == 0 {
+			// A text that the pattern matches, or nearly: the pattern with its wildcards filled in.
+			text = text[:0]
+			for _, w := range pat {
+				switch w {
+				case "*":
+					text = append(text, "b")
+				case "#":
+					for range r.IntN(4) {
+						text = append(text, "a")
+					}
+				default:
+					text = append(text, w)
+				}
+			}
+			if len(text) == 0 {
+				text = append(text, "a")
+			}
+			if r.IntN(2) == 0 {
+				text[r.IntN(len(text))] = "c"
+			}
+		}
+		p, err := compilePattern(strings.Join(pat, "."), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := matchTable(pat, text)
+		if got := p.match(strings.Join(text, ".")); got != want {
+			t.Fatalf("%q MATCHES %q: got %v, want %v", strings.Join(text, "."), strings.Join(pat, "."), got, want)
+		}
+	}
+}
+
+// A pattern's cost grows with the text, not with the text times the pattern: patterns that
+// make a matcher that retries a '#' at every word compare each of their words against each
+// of the text's are answered in CPU time proportional to the text.
+func TestPatternTakesLinearTime(t *testing.T) {
+	text := strings.TrimSuffix(strings.Repeat("a.", 30000), ".") // 30,000 words, 60 KB
+	patterns := []string{
+		"#." + strings.Repeat("a.", 1000) + "b",              // the '#' retried at each word
+		"#." + strings.Repeat("*.", 1000) + "b",              // the same with '*'
+		strings.Repeat("#.a.", 500) + "b",                    // every '#' retried
+		"#." + strings.Repeat("a.", 1000) + "b.#",            // a run in the middle
+		"a.#." + strings.Repeat("a.*.", 300) + "#.a.a.b.#.a", // runs longer than 64 words
+	}
+	const rounds = 10
+	start := cpuTime(t)
+	for _, src := range patterns {
+		p, err := compilePattern(src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range rounds {
+			if p.match(text) {
+				t.Fatalf("%.40s… matches a text without a b", src)
+			}
+		}
+	}
+	// Linear matching takes about a millisecond a round; a retrying matcher takes a
+	// tenth of a second or more. The bound leaves room for the race detector and a
+	// busy machine.
+	if used := cpuTime(t) - start; used > 2*time.Second {
+		t.Errorf("%d rounds of %d patterns against a 30,000-word text took %v of CPU", rounds, len(patterns), used)
+	}
+}
+
+// matchTable is a plain dynamic-programming matcher: at[i][j] says whether pat[i:] matches
+// words[j:].
+func matchTable(pat, words []string) bool {
+	at := make([][]bool, len(pat)+1)
+	for i := range at {
+		at[i] = make([]bool, len(words)+1)
+	}
+	at[len(pat)][len(words)] = true
+	for i := len(pat) - 1; i >= 0; i-- {
+		for j := len(words); j >= 0; j-- {
+			switch {
+			case pat[i] == "#":
+				at[i][j] = at[i+1][j] || j < len(words) && at[i][j+1]
+			case j == len(words):
+			case pat[i] == "*" || pat[i] == words[j]:
+				at[i][j] = at[i+1][j+1]
+			}
+		}
+	}
+	return at[0][0]
 }
 
 func matchWords(pat, words []string) bool {

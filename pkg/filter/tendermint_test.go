@@ -82,6 +82,31 @@ func TestCheckTendermint(t *testing.T) {
 	}
 }
 
+// conditionsJoinedByAnd reports whether x is a condition or an AND of conditions (or the
+// empty query): what a query in Tendermint's language means. (Its canonical text cannot
+// tell, as " OR " may stand in a string.)
+func conditionsJoinedByAnd(x *expr) bool {
+	switch {
+	case x == nil || x.kind == exprCond:
+		return true
+	case x.kind != exprAnd:
+		return false
+	}
+	for _, t := range x.terms {
+		if t.kind != exprCond {
+			return false
+		}
+	}
+	return true
+}
+
+// limitError reports whether err is Compile's refusal of a query longer or larger than it
+// takes (see MaxQueryBytes, MaxConditions).
+func limitError(err error) bool {
+	var se *SyntaxError
+	return errors.As(err, &se) && (strings.HasSuffix(se.Msg, "are taken") || strings.HasSuffix(se.Msg, "conditions in one query"))
+}
+
 // isSpace reports whether src is white space alone, as the scanner reads it.
 func isSpace(src string) bool { return strings.TrimFunc(src, unicode.IsSpace) == "" }
 
@@ -96,7 +121,7 @@ func FuzzCheckTendermint(f *testing.F) {
 		f.Add(tc.src)
 	}
 	for _, tc := range badQueries {
-		f.Add(tc.src)
+		addSeed(f, tc.src)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		tmErr := tendermintParse(src)
@@ -109,14 +134,17 @@ func FuzzCheckTendermint(f *testing.F) {
 			if checkErr != nil {
 				t.Fatalf("%q: a Tendermint node accepts it, CheckTendermint says %v", src, checkErr)
 			}
+			if limitError(err) {
+				return // longer or larger than evtctl takes
+			}
 			if err != nil {
 				t.Fatalf("%q: a Tendermint node accepts it, Compile says %v", src, err)
 			}
 			if ext != nil {
 				t.Fatalf("%q: a Tendermint node accepts it, yet it uses an extension: %v", src, ext)
 			}
-			if canon := q.canonical(); strings.Contains(canon, "(NOT ") || strings.Contains(canon, " OR ") {
-				t.Fatalf("%q: a Tendermint node accepts it; evtctl reads %s", src, canon)
+			if !conditionsJoinedByAnd(q.root) {
+				t.Fatalf("%q: a Tendermint node accepts it; evtctl reads %s", src, q.canonical())
 			}
 			return
 		}
@@ -126,7 +154,7 @@ func FuzzCheckTendermint(f *testing.F) {
 		}
 		switch {
 		case isSpace(src):
-			if err != nil || !q.MatchesAll() {
+			if !limitError(err) && (err != nil || !q.MatchesAll()) {
 				t.Fatalf("%q: white space should match everything here: %v", src, err)
 			}
 		case ext != nil:
@@ -141,7 +169,7 @@ func FuzzCheckTendermint(f *testing.F) {
 			if checkErr.Error() != tmErr.Error() {
 				t.Fatalf("%q: CheckTendermint says %v, Tendermint %v", src, checkErr, tmErr)
 			}
-			if err == nil || err.Error() != tmErr.Error() {
+			if !limitError(err) && (err == nil || err.Error() != tmErr.Error()) {
 				t.Fatalf("%q: Compile says %v, Tendermint %v", src, err, tmErr)
 			}
 		}

@@ -170,3 +170,35 @@ func BenchmarkEventsPageHead(b *testing.B) {
 		b.ReportMetric(float64(10*b.N)/b.Elapsed().Seconds(), "items/s")
 	})
 }
+
+// BenchmarkEventsReplayPage asks the handler for pages of 1,000 events, oldest first, each
+// after the last, as a replay does: the page is read, encoded and written whole.
+func BenchmarkEventsReplayPage(b *testing.B) {
+	n := newNode(b, server.Config{MaxItems: 1000}, eventlog.Options{})
+	const events = 20_000
+	var entries []eventlog.Entry
+	for i := range int64(events) {
+		entries = append(entries, eventlog.Entry{
+			Type: "com.example.bench.ingested.v1", Source: "/bench", ID: fmt.Sprint(i), JSON: appendBenchEvent(nil, i),
+		})
+	}
+	if _, err := n.log.Append(context.Background(), entries); err != nil {
+		b.Fatal(err)
+	}
+	want := []byte(`"cursor":`)
+	after := ""
+	for b.Loop() {
+		body := `{"jsonrpc":"2.0","id":1,"method":"events","params":{"maxItems":1000,"order":"asc","after":"` + after + `"}}`
+		rec := httptest.NewRecorder()
+		n.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)))
+		reply := rec.Body.Bytes()
+		if rec.Code != http.StatusOK || bytes.Count(reply, want) != 1000 {
+			b.Fatalf("HTTP %d: %s", rec.Code, abbrev(reply))
+		}
+		after = string(reply[bytes.LastIndex(reply, want)+len(want)+1:][:33])
+		if strings.Contains(string(reply[len(reply)-200:]), `"more":false`) {
+			after = "" // the end of the log: from the start again
+		}
+	}
+	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "items/s")
+}

@@ -8,6 +8,14 @@ import (
 	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
+// encodePage encodes a whole page, with no limit, as a read does.
+func encodePage(p eventlog.Page, ascending bool) []byte {
+	pw := newPageWriter(getPageBuf(0), int(^uint(0)>>1), true)
+	pw.grow(pageSize(p))
+	pw.add(p.Items)
+	return pw.finish(pageEnd{more: p.More, oldest: p.Oldest, newest: p.Newest, resume: p.Resume, ascending: ascending})
+}
+
 // TestEncodePageSizesItsBuffer guards the estimate that keeps a page from being copied
 // into a larger buffer while it is encoded.
 func TestEncodePageSizesItsBuffer(t *testing.T) {
@@ -24,7 +32,8 @@ func TestEncodePageSizesItsBuffer(t *testing.T) {
 	if !json.Valid(b) {
 		t.Fatal("page is not valid JSON")
 	}
-	if allocs := testing.AllocsPerRun(10, func() { encodePage(p, true) }); allocs > 1 {
-		t.Fatalf("encodePage made %v allocations, want 1", allocs)
+	// A page writer and the page's buffer: the buffer is never copied to grow.
+	if allocs := testing.AllocsPerRun(10, func() { encodePage(p, true) }); allocs > 2 {
+		t.Fatalf("encodePage made %v allocations, want 2", allocs)
 	}
 }

@@ -107,6 +107,7 @@ var logDescs = []struct {
 		}
 		return 0
 	}},
+	{"evtctl_http_request_body_bytes", "Bytes of request bodies held, being received or handled.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.bodies.Load()) }},
 }
 
 // descs are built once, in logDescs' order.

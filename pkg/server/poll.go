@@ -27,6 +27,7 @@ import (
 type result struct {
 	b      []byte
 	pooled bool
+	items  int
 }
 
 // release hands a pooled page back once the reply holding it has been written.
@@ -40,17 +41,26 @@ func (r result) release() {
 type poll struct {
 	q     eventlog.Query
 	query string // the filter as given: with q, what makes two calls ask the same
+	work  int    // the filter's work per byte of an event (filter.Query.Work)
 	wait  time.Duration
+	limit int    // the most bytes its result may take
+	force bool   // its first item is written even when larger than limit
+	scan  *int64 // the filter work left to its request (Config.ScanBudget)
+	own   int64  // scan's target, when the call is its request's only one
 
 	changed <-chan struct{} // taken before the last read: closes at the next append
-	last    eventlog.Page   // the bounds of the last page read, which held no items
+	last    pageEnd         // what the last read found, which was no items
 	timer   *time.Timer
 	waiting bool // counted in Server.waiters
 }
 
 // newPoll checks the parameters and settles what the call asks.
-func (s *Server) newPoll(ctx context.Context, p *eventsParams) (*poll, *rpcError) {
-	pl := &poll{query: p.Query}
+func (s *Server) newPoll(ctx context.Context, p *eventsParams, b callBudget) (*poll, *rpcError) {
+	pl := &poll{query: p.Query, limit: b.reply, force: b.force, scan: b.scan}
+	if pl.scan == nil {
+		pl.own = s.cfg.ScanBudget
+		pl.scan = &pl.own
+	}
 	pl.q.Ascending = p.Ascending
 	var err error
 	if pl.q.After, err = cursor.Parse(p.After); err != nil {
@@ -66,6 +76,7 @@ func (s *Server) newPoll(ctx context.Context, p *eventsParams) (*poll, *rpcError
 		}
 		if !fq.MatchesAll() {
 			pl.q.Match = fq.MatchJSON
+			pl.work = fq.Work()
 		}
 	}
 	pl.q.Max = p.MaxItems
@@ -93,10 +104,23 @@ func (pl *poll) key() shareKey {
 	return shareKey{after: pl.q.After, max: pl.q.Max, asc: pl.q.Ascending, query: pl.query}
 }
 
-// events runs the method: it compiles the filter once, reads a page, and, with no `before`
-// and nothing to return yet, waits for the head to move until the wait runs out.
+// callBudget is what a call may spend of its request's budgets (see readInto).
+type callBudget struct {
+	reply int    // bytes its result may take
+	force bool   // its first item is written even when larger than reply
+	scan  *int64 // filter work left to the request, shared by the calls of a batch; nil: a request of one call
+}
+
+// events runs the method for a request of one call.
 func (s *Server) events(ctx context.Context, p *eventsParams) (result, *rpcError) {
-	pl, rerr := s.newPoll(ctx, p)
+	return s.eventsWithin(ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
+}
+
+// eventsWithin runs the method: it compiles the filter once, reads a page within the call's
+// budget, and, with no `before` and nothing to return yet, waits for the head to move until
+// the wait runs out.
+func (s *Server) eventsWithin(ctx context.Context, p *eventsParams, b callBudget) (result, *rpcError) {
+	pl, rerr := s.newPoll(ctx, p, b)
 	if rerr != nil {
 		return result{}, rerr
 	}
@@ -118,7 +142,8 @@ func (s *Server) events(ctx context.Context, p *eventsParams) (result, *rpcError
 		case cancelled:
 			return result{}, newRPCError(codeInternal, "request cancelled")
 		default: // the wait ran out, or the node is shutting down: answer with what there is
-			return result{b: encodePage(pl.last, pl.q.Ascending), pooled: true}, nil
+			pw := newPageWriter(getPageBuf(replyTrailer+16), pl.limit, true)
+			return result{b: pw.finish(pl.last), pooled: true}, nil
 		}
 	}
 }
@@ -166,68 +191,84 @@ func (pl *poll) await(done, quit <-chan struct{}) int {
 }
 
 // pollOnce reads once: the answer and true, or false when there is nothing to answer yet and
-// the call should wait on pl.changed (pl.last then holds the bounds of the page read). After
-// a wake, calls asking the same share one read (see sharedPage); before their first wait,
-// calls that find nothing share the finding.
+// the call should wait on pl.changed (pl.last then holds what the read found). After a wake,
+// calls asking the same share one read (see sharedPage); before their first wait, calls that
+// find nothing share the finding. A call that has less than a whole reply's budget (within a
+// batch) shares nothing.
 func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *rpcError, bool) {
 	if !pl.mayWait() {
-		page, err := s.readPage(ctx, pl.q)
+		pw, end, err := s.readPage(ctx, pl)
 		if err != nil {
 			return result{}, s.readError(ctx, err), true
 		}
-		return result{b: s.encodeAndRelease(&page, pl.q.Ascending), pooled: true}, nil, true
+		return result{b: pw.finish(end), pooled: true, items: pw.n}, nil, true
 	}
 	changed := s.cfg.Store.Changed()
 	key := pl.key()
-	sp, leader := s.shared.lookup(changed, key, woken)
+	shares := pl.limit == s.cfg.MaxReplyBytes
+	var sp *sharedPage
+	var leader bool
+	if shares {
+		sp, leader = s.shared.lookup(changed, key, woken)
+	}
 	if sp != nil && !leader {
 		select {
 		case <-sp.ready:
 		case <-ctx.Done():
 			return result{}, newRPCError(codeInternal, "request cancelled"), true
 		}
-		if sp.err != nil || (!woken && sp.items > 0) {
+		if sp.err != nil || (!woken && sp.answer) {
 			// The read failed for the call that made it (its request may have gone), or it
-			// found items before this call began: read anew.
+			// found an answer before this call began: read anew.
 			sp = nil
 		}
 	}
 	if leader {
-		s.readShared(ctx, pl.q, sp)
+		s.readShared(ctx, pl, sp)
 		s.shared.settle(key, sp)
 		if sp.err != nil {
 			return result{}, s.readError(ctx, sp.err), true
 		}
 	}
 	if sp == nil {
-		page, err := s.readPage(ctx, pl.q)
+		pw, end, err := s.readPage(ctx, pl)
 		if err != nil {
 			return result{}, s.readError(ctx, err), true
 		}
-		if len(page.Items) > 0 {
-			return result{b: s.encodeAndRelease(&page, pl.q.Ascending), pooled: true}, nil, true
+		if pw.n > 0 || pw.cut || !end.resume.IsZero() {
+			// Items, or items there was no room for, or a read that stopped on its budget:
+			// a client goes on at once rather than wait on a range it has not seen the end
+			// of.
+			return result{b: pw.finish(end), pooled: true, items: pw.n}, nil, true
 		}
-		last := bounds(page)
-		page.Release()
-		s.shared.offer(changed, key, last)
-		pl.changed, pl.last = changed, last
+		putPageBuf(pw.b)
+		if shares {
+			s.shared.offer(changed, key, end)
+		}
+		pl.changed, pl.last = changed, end
 	} else {
-		if sp.items > 0 {
-			return result{b: sp.body}, nil, true
+		if sp.answer {
+			return result{b: sp.body, items: sp.items}, nil, true
 		}
-		pl.changed, pl.last = sp.changed, sp.page
+		pl.changed, pl.last = sp.changed, sp.end
 	}
 	// Nothing up to newest matched: later reads need only look past it, so a rare filter
 	// costs one scan per append, not a rescan from the client's cursor.
-	if pl.last.Newest.After(pl.q.After) {
-		pl.q.After = pl.last.Newest
+	if pl.last.newest.After(pl.q.After) {
+		pl.q.After = pl.last.newest
 	}
 	return result{}, nil, false
 }
 
-// bounds is a page without its items: what a call keeps while it waits.
-func bounds(p eventlog.Page) eventlog.Page {
-	return eventlog.Page{More: p.More, Oldest: p.Oldest, Newest: p.Newest}
+// readPage reads the call's page into a pooled buffer.
+func (s *Server) readPage(ctx context.Context, pl *poll) (pageWriter, pageEnd, error) {
+	pw := newPageWriter(getPageBuf(0), pl.limit, pl.force)
+	end, err := s.readInto(ctx, pl.q, pl.work, pl.scan, &pw)
+	if err != nil {
+		putPageBuf(pw.b)
+		return pageWriter{}, pageEnd{}, err
+	}
+	return pw, end, nil
 }
 
 // readError turns a failed read into the call's error.
@@ -246,22 +287,23 @@ func (s *Server) readError(ctx context.Context, err error) *rpcError {
 	return newRPCError(codeInternal, "reading the event log failed: "+err.Error())
 }
 
-// readShared reads the page of a shared read and encodes it into memory of its own, which
-// is never pooled: any number of replies may be writing it at once.
-func (s *Server) readShared(ctx context.Context, q eventlog.Query, sp *sharedPage) {
+// readShared reads the page of a shared read. Its memory is never pooled again: any number of
+// replies may be writing it at once.
+func (s *Server) readShared(ctx context.Context, pl *poll, sp *sharedPage) {
 	defer close(sp.ready)
-	page, err := s.readPage(ctx, q)
+	pw, end, err := s.readPage(ctx, pl)
 	if err != nil {
 		sp.err = err
 		return
 	}
-	sp.items = len(page.Items)
-	sp.page = bounds(page)
-	if sp.items > 0 {
-		b := appendPage(make([]byte, 0, pageSize(page)), page, q.Ascending)
+	sp.end = end
+	sp.answer, sp.items = pw.n > 0 || pw.cut || !end.resume.IsZero(), pw.n
+	if sp.answer {
+		b := pw.finish(end)
 		sp.body = b[:len(b):len(b)] // full: appending to it must copy
+	} else {
+		putPageBuf(pw.b)
 	}
-	page.Release()
 }
 
 // --- shared reads ---------------------------------------------------------------------------
@@ -281,9 +323,10 @@ type sharedPage struct {
 	ready   chan struct{}   // closed once the fields below are set
 	changed <-chan struct{} // the store's Changed, taken before the read
 	err     error
-	items   int
-	page    eventlog.Page // the page's bounds; its items are in body
-	body    []byte        // the encoded page when it has items; read-only
+	answer  bool    // the read found items, or stopped on its budget: body is the answer
+	items   int     // how many
+	end     pageEnd // what the read found
+	body    []byte  // the encoded page when it answers; read-only
 }
 
 // Limits of what shared reads keep until the next append: pages of more than sharedBytes
@@ -359,15 +402,15 @@ func (c *shareCache) settle(key shareKey, sp *sharedPage) {
 	c.bytes += len(sp.body)
 }
 
-// offer keeps the finding of a read that found nothing (its bounds), for calls that ask the
-// same before the next append.
-func (c *shareCache) offer(changed <-chan struct{}, key shareKey, bounds eventlog.Page) {
+// offer keeps the finding of a read that found nothing, for calls that ask the same before
+// the next append.
+func (c *shareCache) offer(changed <-chan struct{}, key shareKey, end pageEnd) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.current(changed) || c.pages[key] != nil || len(c.pages) >= sharedMaxPages {
 		return
 	}
-	sp := &sharedPage{ready: make(chan struct{}), changed: changed, page: bounds}
+	sp := &sharedPage{ready: make(chan struct{}), changed: changed, end: end}
 	close(sp.ready)
 	c.pages[key] = sp
 }

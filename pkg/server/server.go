@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -12,12 +13,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -36,12 +40,27 @@ type Config struct {
 	MaxRPCBody   int64         // cap on a JSON-RPC request body; default 1 MiB
 	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
-	MaxIngest    int           // ingest requests in progress at once; default 64
+	MaxIngest    int           // ingest requests being decoded and appended at once; default 64
 	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
 	ReadToken    string        // bearer token for reading (events, metrics); "" = open
 	IngestToken  string        // bearer token for ingest and signals; "" = open
 	Logger       *slog.Logger
 	Version      string
+	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
+	BodyTimeout time.Duration
+	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
+	// from the first byte received until the request no longer needs it; default 64 MiB, and
+	// at least MaxBody.
+	MaxBodyMemory int64
+	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
+	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
+	// at least twice MaxEventSize and 16 KiB, room for one item of the largest size.
+	MaxReplyBytes int
+	// ScanBudget bounds the work of one request's filter: the bytes of events it examines,
+	// each counted once for every pass the filter makes over it (filter.Query.Work). A read
+	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
+	// the costliest filter.
+	ScanBudget int64
 }
 
 // Server is an http.Handler serving the node's API.
@@ -53,10 +72,13 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
-	ingest   chan struct{} // semaphore
-	reads    chan struct{} // semaphore: bounds the memory and CPU that page building takes
-	limits   cevent.Limits
-	shared   shareCache // reads shared by long-polls asking the same
+	bodies   atomic.Int64 // bytes of request bodies held (MaxBodyMemory)
+
+	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
+	ingest      chan struct{} // semaphore
+	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
+	limits      cevent.Limits
+	shared      shareCache // reads shared by long-polls asking the same
 }
 
 // New returns a Server for cfg.
@@ -90,6 +112,24 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = 64 << 20
+	}
+	// Room for at least one body of the largest size, or such bodies would never be taken.
+	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody, cfg.MaxRPCBody)
+	if cfg.MaxReplyBytes <= 0 {
+		cfg.MaxReplyBytes = 4 << 20
+	}
+	// A reply always has room for one item of the largest size (an event whose type is as
+	// long as the rest of it, which an item holds twice), and for the ends of a batch's
+	// other replies.
+	cfg.MaxReplyBytes = max(cfg.MaxReplyBytes, 2*cfg.MaxEventSize+16<<10)
+	if cfg.ScanBudget <= 0 {
+		cfg.ScanBudget = 1_500_000_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -138,15 +178,14 @@ func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
 	if token == "" {
 		return h
 	}
-	want := []byte("Bearer " + token)
+	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("Authorization")
-		if got == "" {
+		if r.Header.Get("Authorization") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl"`)
 			writeError(w, http.StatusUnauthorized, "this node requires a bearer token: send Authorization: Bearer <token>")
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		if got, ok := bearer(r); !ok || !tokenIs(got, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, "the bearer token is not valid for this endpoint")
 			return
@@ -155,14 +194,21 @@ func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-// bearer reports whether an Authorization header carries the bearer token want. The scheme
-// is matched without regard to case (RFC 7235); the token in constant time.
-func (s *Server) bearer(header, want string) bool {
-	scheme, token, ok := strings.Cut(header, " ")
+// bearer returns the token of a request's Authorization header in the Bearer scheme, whose
+// name is matched without regard to case (RFC 7235).
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimLeft(token, " ")), []byte(want)) == 1
+	return strings.TrimLeft(token, " "), true
+}
+
+// tokenIs compares a token with the digest of the one wanted in constant time, its length
+// included.
+func tokenIs(got string, want [sha256.Size]byte) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }
 
 // --- plain JSON replies -----------------------------------------------------------------
@@ -197,7 +243,10 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 // damage, or appends are refused for a passing reason such as a full disk — details say
 // which); "failed" or "shutting down" (HTTP 503).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	detail := s.cfg.ReadToken == "" || s.bearer(r.Header.Get("Authorization"), s.cfg.ReadToken)
+	detail := s.cfg.ReadToken == ""
+	if got, ok := bearer(r); ok && !detail {
+		detail = tokenIs(got, sha256.Sum256([]byte(s.cfg.ReadToken)))
+	}
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
 			body := map[string]string{"status": "failed"}
@@ -325,27 +374,40 @@ type rpcRequest struct {
 }
 
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRPCBody))
-	if err != nil {
-		if tooLarge(err) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxRPCBody))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "")
+	if !ok {
 		return
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
-		s.handleBatch(w, r, body)
+		var reqs []json.RawMessage // copies: the body can go
+		err := json.Unmarshal(body, &reqs)
+		s.releaseBody(held)
+		s.handleBatch(w, r, reqs, err)
 		return
 	}
-	s.handleCall(w, r, body)
+	id, p, rerr := decodeCall(body)
+	s.releaseBody(held)
+	if rerr == nil && p == nil {
+		// A notification: HTTP 200 with no body, as from a Tendermint node.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	var res result
+	if rerr == nil {
+		// The page is bounded; the envelope and the id, which echoes the request, come on top.
+		res, rerr = s.events(r.Context(), p)
+	}
+	s.writeCall(w, id, res, rerr)
+	res.release()
 }
 
-func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+// envelopeSize is room for the JSON-RPC envelope of a reply with this id.
+func envelopeSize(id json.RawMessage) int { return len(id) + 48 }
+
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json.RawMessage, err error) {
 	var out bytes.Buffer
-	var reqs []json.RawMessage
-	if err := json.Unmarshal(body, &reqs); err != nil {
+	if err != nil {
 		s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
 		return
 	}
@@ -358,41 +420,73 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, body []byte
 		return
 	}
 	// The calls run one after another; they share one wait, so that a batch of
-	// long-polls answers within the write timeout, as a single call does.
+	// long-polls answers within the write timeout, as a single call does, and one reply
+	// budget, of which each call keeps back room for the replies of the calls after it.
+	// Each reply is written as soon as it is ready: the batch never holds more than one
+	// page.
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
 	defer cancel()
-	out.WriteByte('[')
-	replies := 0
-	for _, raw := range reqs {
-		id, res, rerr, reply := s.call(ctx, raw)
-		if !reply {
+	calls := make([]batchCall, len(reqs))
+	kept := 0 // room kept back for the calls not yet run
+	for i, raw := range reqs {
+		c := &calls[i]
+		c.id, c.p, c.rerr = decodeCall(raw)
+		reqs[i] = nil
+		if c.rerr != nil || c.p != nil {
+			c.room = envelopeSize(c.id) + replyTrailer
+			kept += c.room
+		}
+	}
+	left := s.cfg.MaxReplyBytes
+	scan := s.cfg.ScanBudget
+	replies, items := 0, 0
+	for i := range calls {
+		c := &calls[i]
+		if c.rerr == nil && c.p == nil {
 			continue // a notification has no place among the replies
 		}
-		if replies++; replies > 1 {
+		kept -= c.room
+		var res result
+		rerr := c.rerr
+		if rerr == nil {
+			res, rerr = s.eventsWithin(ctx, c.p, callBudget{reply: left - kept - envelopeSize(c.id), force: items == 0, scan: &scan})
+		}
+		out.Reset()
+		if replies == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			out.WriteByte('[')
+		} else {
 			out.WriteByte(',')
 		}
-		appendRPC(&out, id, res.b, rerr)
-		res.release()
+		replies++
+		items += res.items
+		if rerr != nil {
+			appendRPC(&out, c.id, nil, rerr)
+			_, _ = w.Write(out.Bytes())
+		} else {
+			appendRPC(&out, c.id, nil, nil)
+			out.Truncate(out.Len() - 1) // without the closing brace
+			_, _ = w.Write(out.Bytes())
+			_, _ = w.Write(res.b)
+			_, _ = w.Write([]byte("}"))
+			res.release()
+		}
+		left -= out.Len() + len(res.b) + 1
 	}
 	if replies == 0 {
 		// Notifications alone: nothing to answer, as with a single one.
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	out.WriteByte(']')
-	writeRaw(w, out.Bytes())
+	_, _ = w.Write([]byte("]\n"))
 }
 
-// handleCall answers a single call. It keeps little on its stack: a long-poll waits below it.
-func (s *Server) handleCall(w http.ResponseWriter, r *http.Request, body []byte) {
-	id, res, rerr, reply := s.call(r.Context(), body)
-	if !reply {
-		// A notification: HTTP 200 with no body, as from a Tendermint node.
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	s.writeCall(w, id, res, rerr)
-	res.release()
+// batchCall is one call of a batch, decoded.
+type batchCall struct {
+	id   json.RawMessage
+	p    *eventsParams // nil for a notification or an error
+	rerr *rpcError
+	room int // bytes its reply takes when it is an error or a page without items
 }
 
 func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
@@ -446,20 +540,6 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 	out.WriteByte('}')
 }
 
-// call answers one JSON-RPC request object: the id to echo, and a result or an error; reply
-// is false for a notification, which is not run and gets no reply.
-func (s *Server) call(ctx context.Context, raw []byte) (id json.RawMessage, res result, rerr *rpcError, reply bool) {
-	id, p, rerr := decodeCall(raw)
-	if rerr != nil {
-		return id, result{}, rerr, true
-	}
-	if p == nil {
-		return nil, result{}, nil, false
-	}
-	res, rerr = s.events(ctx, p)
-	return id, res, rerr, true
-}
-
 // decodeCall decodes a request object: the id and params of a call, an error to answer
 // (with the id, if it could be read), or for a notification nothing at all. The id is a
 // copy, so that a long-poll does not keep the request body while it waits.
@@ -488,7 +568,7 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 		if !validID(req.ID) {
 			return nil, nil, newRPCError(codeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
 		}
-		id = json.RawMessage(bytes.Clone(req.ID))
+		id = echoID(req.ID)
 	}
 	if req.JSONRPC != "" && req.JSONRPC != "2.0" {
 		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
@@ -506,6 +586,21 @@ func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	return id, &p, nil
 }
 
+// echoID returns the id to echo, a copy: as sent, unless it is a string holding bytes that are
+// not UTF-8, which JSON text may not hold (RFC 8259). Such a string is echoed with each of
+// those bytes replaced by U+FFFD: what a lenient decoder (Go's, for one) reads from the id as
+// sent, so that a client still finds its reply, while one that decodes strictly is not given
+// invalid JSON. (A Tendermint node echoes the bytes as they are.)
+func echoID(id []byte) json.RawMessage {
+	if id[0] != '"' || utf8.Valid(id) {
+		return bytes.Clone(id)
+	}
+	var s string
+	_ = json.Unmarshal(id, &s) // valid JSON: each byte that is not UTF-8 becomes U+FFFD
+	b, _ := json.Marshal(s)
+	return b
+}
+
 // validID reports whether an id's JSON text is a string or a whole number.
 func validID(id []byte) bool {
 	if id[0] == '"' {
@@ -516,7 +611,14 @@ func validID(id []byte) bool {
 }
 
 func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
-	p, err := paramsFromQuery(r.URL.Query())
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// Not a query string at all (a bad %-escape, a semicolon): what the client meant
+		// cannot be told, so nothing is taken from it.
+		writeError(w, http.StatusBadRequest, "malformed query string: "+err.Error())
+		return
+	}
+	p, err := paramsFromQuery(values)
 	var res result
 	var rerr *rpcError
 	if err != nil {
@@ -543,100 +645,6 @@ func writeGet(w http.ResponseWriter, res result, rerr *rpcError) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(res.b)+1))
 	_, _ = w.Write(res.b)
 	_, _ = w.Write([]byte("\n"))
-}
-
-// readPage reads a page with a read slot: waiting readers hold none, but a page being built
-// holds up to MaxItems events in memory, so only MaxReads are built at once; the others
-// queue briefly (until their request ends).
-func (s *Server) readPage(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
-	select {
-	case s.reads <- struct{}{}:
-	case <-ctx.Done():
-		return eventlog.Page{}, ctx.Err()
-	}
-	defer func() { <-s.reads }()
-	return s.cfg.Store.Read(ctx, q)
-}
-
-// encodeAndRelease encodes a page, then lets the log reuse the page's memory.
-func (s *Server) encodeAndRelease(page *eventlog.Page, ascending bool) []byte {
-	b := encodePage(*page, ascending)
-	page.Release()
-	return b
-}
-
-// Page buffers are reused: a replay moves thousands of pages of up to megabytes, and
-// allocating each anew made garbage collection a large share of the node's work.
-var pageBufs sync.Pool // of *[]byte
-
-func getPageBuf(n int) []byte {
-	if p, ok := pageBufs.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
-}
-
-// putPageBuf returns a page to the pool once the reply holding it has been written.
-func putPageBuf(b []byte) {
-	if b != nil && cap(b) <= 16<<20 {
-		b = b[:0]
-		pageBufs.Put(&b)
-	}
-}
-
-// encodePage writes the result object by hand: each item's data is the stored CloudEvent
-// JSON, copied as is rather than decoded and encoded again.
-func encodePage(p eventlog.Page, ascending bool) []byte {
-	return appendPage(getPageBuf(pageSize(p)), p, ascending)
-}
-
-// pageSize is room enough for a page encoded, so that it is not copied as it grows.
-func pageSize(p eventlog.Page) int {
-	n := 128 // the envelope of the page, with two cursors
-	for _, it := range p.Items {
-		// {"cursor":"<33>","event":"<type>","data":<json>}, a comma, and room for escapes.
-		n += len(it.JSON) + len(it.Type) + 96
-	}
-	return n
-}
-
-func appendPage(b []byte, p eventlog.Page, ascending bool) []byte {
-	b = append(b, `{"items":[`...)
-	for i, it := range p.Items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"cursor":"`...)
-		b = it.Cursor.Append(b)
-		b = append(b, `","event":`...)
-		b = appendJSONString(b, it.Type)
-		b = append(b, `,"data":`...)
-		b = append(b, it.JSON...)
-		b = append(b, '}')
-	}
-	b = append(b, `],"more":`...)
-	b = strconv.AppendBool(b, p.More)
-	b = append(b, `,"oldest":"`...)
-	b = p.Oldest.Append(b)
-	b = append(b, `","newest":"`...)
-	b = p.Newest.Append(b)
-	b = append(b, '"')
-	if ascending {
-		b = append(b, `,"order":"asc"`...)
-	}
-	return append(b, '}')
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // --- ingest -------------------------------------------------------------------------------
@@ -670,26 +678,123 @@ func (s *Server) acquireIngest(ctx context.Context) bool {
 	return false
 }
 
-// beginIngest takes an ingest slot and reads the size-limited body. When ok is false it has
-// answered the request; otherwise the caller must call done.
+// beginIngest reads the size-limited body, then takes an ingest slot: a client that is slow
+// to send its body holds no slot, only the bytes it has sent (see readBody). When ok is false
+// it has answered the request; otherwise the caller must call done.
 func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
+	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch")
+	if !ok {
+		return nil, nil, false
+	}
 	if !s.acquireIngest(r.Context()) {
+		s.releaseBody(held)
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
 		return nil, nil, false
 	}
-	done = func() { <-s.ingest }
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		done()
-		if tooLarge(err) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes; send fewer events per batch", s.cfg.MaxBody))
-		} else {
-			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	return body, func() { <-s.ingest; s.releaseBody(held) }, true
+}
+
+// readBody reads a request body of at most limit bytes, which must arrive within
+// BodyTimeout, while the bytes of all bodies held stay within MaxBodyMemory. When ok is
+// false it has answered the request; otherwise the caller calls releaseBody(held) once it no
+// longer holds the body. hint follows the message of a body over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string) (body []byte, held int64, ok bool) {
+	setReadDeadline(w, time.Now().Add(s.cfg.BodyTimeout))
+	src := http.MaxBytesReader(w, r.Body, limit)
+	var err error
+	full := false
+	if r.ContentLength > limit {
+		// Said to be too large: refused without reading it.
+		w.Header().Set("Connection", "close")
+		err = &http.MaxBytesError{Limit: limit}
+	} else if n := r.ContentLength; n >= 0 {
+		// The usual case: the length is known, and the body is read into one buffer.
+		if full = !s.holdBody(&held, n); !full {
+			body = make([]byte, n)
+			_, err = io.ReadFull(src, body)
 		}
-		return nil, nil, false
+	} else {
+		// A body of unknown length: held as it grows.
+		body = make([]byte, 0, 512)
+		if full = !s.holdBody(&held, int64(cap(body))); !full {
+			for {
+				if len(body) == cap(body) {
+					grow := min(int64(cap(body)), limit+1-int64(cap(body)))
+					if grow <= 0 {
+						err = &http.MaxBytesError{Limit: limit}
+						break
+					}
+					if full = !s.holdBody(&held, grow); full {
+						break
+					}
+					body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
+				}
+				var n int
+				n, err = src.Read(body[len(body):cap(body)])
+				body = body[:len(body)+n]
+				if err != nil {
+					if err == io.EOF {
+						err = nil
+					}
+					break
+				}
+			}
+		}
 	}
-	return body, done, true
+	switch {
+	case full:
+		s.releaseBody(held)
+		w.Header().Set("Connection", "close")
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node holds as many request bodies as it can; retry after the delay given")
+		return nil, 0, false
+	case err == nil:
+		// The body is in: a long-poll that follows must not be cut off by the deadline.
+		setReadDeadline(w, time.Time{})
+		return body, held, true
+	}
+	s.releaseBody(held)
+	switch {
+	case tooLarge(err):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes%s", limit, hint))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout))
+	default:
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	return nil, 0, false
+}
+
+// holdBody counts n more bytes of bodies held against MaxBodyMemory, adding them to *held;
+// false, counting nothing, when they would go past it.
+func (s *Server) holdBody(held *int64, n int64) bool {
+	if s.bodies.Add(n) > s.cfg.MaxBodyMemory {
+		s.bodies.Add(-n)
+		return false
+	}
+	*held += n
+	return true
+}
+
+// releaseBody gives back the bytes of a body no longer held.
+func (s *Server) releaseBody(held int64) { s.bodies.Add(-held) }
+
+// setReadDeadline sets the read deadline of a request's connection, as
+// http.ResponseController does (without allocating one for each request).
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch rw := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = rw.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
@@ -795,8 +900,8 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 }
 
 // HTTPServer wraps s in an http.Server with limits against slow or greedy clients: headers
-// must arrive within headerTimeout, bodies within a minute, and a reply may take the longest
-// long-poll plus a margin.
+// must arrive within headerTimeout, bodies within Config.BodyTimeout (and a request that has
+// read no body within a minute), and a reply may take the longest long-poll plus a margin.
 func (s *Server) HTTPServer(addr string, headerTimeout time.Duration) *http.Server {
 	if headerTimeout <= 0 {
 		headerTimeout = 5 * time.Second

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,16 +484,34 @@ func TestIngestWhenLogClosed(t *testing.T) {
 	}
 }
 
+// appendGate holds every Append until released, counting those it holds.
+type appendGate struct {
+	eventlog.Store
+	held    atomic.Int32
+	release chan struct{}
+}
+
+func (g *appendGate) Append(ctx context.Context, entries []eventlog.Entry) ([]eventlog.AppendResult, error) {
+	g.held.Add(1)
+	<-g.release
+	return g.Store.Append(ctx, entries)
+}
+
 // With every ingest slot taken, a further ingest waits briefly, then gets 503 + Retry-After.
 func TestIngestSaturated(t *testing.T) {
-	n := newNode(t, server.Config{MaxIngest: 1}, eventlog.Options{})
-	pr, pw := io.Pipe()
-	slow := n.newRequest(http.MethodPost, "/events", "application/cloudevents+json", nil)
-	slow.Body = pr
-	slow.ContentLength = -1
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	gate := &appendGate{Store: l, release: make(chan struct{})}
+	srv := server.New(server.Config{Store: gate, MaxIngest: 1})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	n := &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 	slowDone := make(chan int, 1)
 	go func() {
-		resp, err := n.hc.Do(slow)
+		resp, err := n.hc.Post(ts.URL+"/events", "application/cloudevents+json", strings.NewReader(ceJSON("/slow", "1", "slow.t", 1)))
 		if err != nil {
 			slowDone <- -1
 			return
@@ -501,16 +520,11 @@ func TestIngestSaturated(t *testing.T) {
 		resp.Body.Close()
 		slowDone <- resp.StatusCode
 	}()
-	ev := ceJSON("/slow", "1", "slow.t", 1)
-	if _, err := pw.Write([]byte(ev[:10])); err != nil { // the handler now holds the slot, reading
-		t.Fatal(err)
+	waitUntil(t, "the first ingest holds the slot, appending", func() bool { return gate.held.Load() == 1 })
+	resp, b := n.post("/events", "application/cloudevents+json", ceJSON("/other", "2", "o.t", 1))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("saturated: HTTP %d %s, want 503", resp.StatusCode, b)
 	}
-	var resp *http.Response
-	var b []byte
-	waitUntil(t, "an ingest is refused as saturated", func() bool {
-		resp, b = n.post("/events", "application/cloudevents+json", ceJSON("/other", strconv.Itoa(int(time.Now().UnixNano())), "o.t", 1))
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
 	if resp.Header.Get("Retry-After") != "1" {
 		t.Fatalf("saturated: Retry-After %q", resp.Header.Get("Retry-After"))
 	}
@@ -519,8 +533,7 @@ func TestIngestSaturated(t *testing.T) {
 	if !strings.Contains(e.Error, "retry") {
 		t.Fatalf("saturated: error %q", e.Error)
 	}
-	_, _ = pw.Write([]byte(ev[10:]))
-	pw.Close()
+	close(gate.release)
 	if code := <-slowDone; code != http.StatusOK {
 		t.Fatalf("the slow ingest finished with %d", code)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evtctl/evtctl/internal/tmnode"
 	"github.com/evtctl/evtctl/pkg/eventlog"
@@ -101,6 +102,31 @@ var deliberateDifferences = []struct {
 	{"post-events", "POST `/events`: the method, params from the form", "CloudEvents ingest", "the path is the node's ingest endpoint",
 		func(tm, ev exchange) error {
 			if !tm.hasResult() || ev.status < 400 {
+				return fmt.Errorf("HTTP %d %s and HTTP %d %s", tm.status, tm.body, ev.status, ev.body)
+			}
+			return nil
+		}},
+	{"id-not-utf8", "a string id with bytes that are not UTF-8: echoed as they are, which makes the reply invalid JSON",
+		"echoed with U+FFFD in place of each such byte", "JSON text is UTF-8 (RFC 8259); a decoder that takes the node's reply reads the same id from either",
+		func(tm, ev exchange) error {
+			if utf8.Valid(tm.body) || !utf8.Valid(ev.body) || ev.object()["id"] != "a\uFFFDb" {
+				return fmt.Errorf("replies %q and %q", tm.body, ev.body)
+			}
+			return both(isResult, isResult)(tm, ev)
+		}},
+	{"query-size", "a query of any length", "at most 4096 bytes and 256 conditions: -32603 `offset 4096: the query is N bytes long; at most 4096 are taken`",
+		"a query's cost grows with its size; a Tendermint node's subscriptions take at most 512 bytes",
+		func(tm, ev exchange) error {
+			if !strings.Contains(ev.errData(), "at most 4096 are taken") {
+				return fmt.Errorf("data %q", ev.errData())
+			}
+			return both(isResult, errCode(-32603))(tm, ev)
+		}},
+	{"get-malformed", "a GET query string that does not parse (`%zz`, `;`): HTTP 400 with the text `invalid HTTP request: …`",
+		"HTTP 400 with `{\"error\":\"malformed query string: …\"}`", "the node's HTTP-level refusals are JSON",
+		func(tm, ev exchange) error {
+			if tm.status != http.StatusBadRequest || ev.status != http.StatusBadRequest ||
+				!bytes.HasPrefix(tm.body, []byte("invalid HTTP request: ")) || !bytes.HasPrefix(ev.body, []byte(`{"error":"malformed query string: `)) {
 				return fmt.Errorf("HTTP %d %s and HTTP %d %s", tm.status, tm.body, ev.status, ev.body)
 			}
 			return nil
@@ -353,6 +379,7 @@ var diffCases = []diffCase{
 	// The envelope.
 	{name: "string id", body: `{"jsonrpc":"2.0","id":"a-1\"é","method":"events","params":{"maxItems":1}}`, items: 1},
 	{name: "negative id", body: `{"jsonrpc":"2.0","id":-5,"method":"events","params":{"maxItems":1}}`, items: 1},
+	{name: "id not UTF-8", body: "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"events\",\"params\":{\"maxItems\":1}}", differ: "id-not-utf8"},
 	{name: "large id", body: `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"events","params":{"maxItems":1}}`, items: 1},
 	{name: "no jsonrpc", body: `{"id":2,"method":"events","params":{"maxItems":1}}`, items: 1},
 	{name: "member names in capitals", body: `{"JSONRPC":"2.0","ID":3,"METHOD":"events","PARAMS":{"MAXITEMS":1}}`, items: 1},
@@ -422,6 +449,7 @@ var diffCases = []diffCase{
 	{name: "query TIME", body: call(`{"filter":{"query":"a > TIME 2013-05-03T14:45:00"}}`)},
 	{name: "query 'abc'", body: call(`{"filter":{"query":"'abc'"}}`)},
 	{name: "query a = 1.2.3", body: call(`{"filter":{"query":"a = 1.2.3"}}`), differ: "want-6"},
+	{name: "query of 5000 bytes", body: call(`{"filter":{"query":"a = '` + strings.Repeat("x", 4994) + `'"},"maxItems":1,"before":` + far + `}`), differ: "query-size"},
 	{name: "query of spaces", body: call(`{"filter":{"query":"   "},"maxItems":1}`), differ: "space-query"},
 	{name: "empty query", body: call(`{"filter":{"query":""},"maxItems":1}`), items: 1},
 
@@ -438,6 +466,8 @@ var diffCases = []diffCase{
 	{name: "GET empty maxItems", get: "/events?maxItems=&before=" + far, differ: "get-empty"},
 	{name: "GET hex cursor", get: "/events?after=0x7a7a7a", differ: "get-hex"},
 	{name: "POST /events", path: "/events", body: "maxItems=1", differ: "post-events"},
+	{name: "GET after=%zz", get: "/events?maxItems=1&after=%zz", differ: "get-malformed"},
+	{name: "GET semicolon", get: "/events?maxItems=1;after=x", differ: "get-malformed"},
 }
 
 // exactDataCodes are the codes whose data must match to the byte when the replies must match:

@@ -1,0 +1,19 @@
+//go:build unix
+
+package filter
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is the CPU time the process has used so far, user and system.
+func cpuTime(t testing.TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
