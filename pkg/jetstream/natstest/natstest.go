@@ -1,0 +1,356 @@
+// Package natstest runs released nats-server binaries as child processes for tests, so that
+// the JetStream store is tested against the server lines people run, and against a server
+// killed with SIGKILL.
+//
+// The binaries come from a directory with one folder per release line, each holding a
+// nats-server built with `go install github.com/nats-io/nats-server/v2@vX.Y.Z`:
+// $EVTCTL_NATS_SERVERS/2.10/nats-server, $EVTCTL_NATS_SERVERS/2.11/nats-server, ...
+// (default ~/.cache/evtctl/nats-servers). A line that is missing skips the test, naming the
+// binary and how to build it. Line "2.9" is also looked for as the nats-server on PATH (or
+// in /usr/sbin), Debian's package, when it reports a 2.9 version.
+package natstest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// EnvDir names the environment variable that holds the directory of server binaries.
+const EnvDir = "EVTCTL_NATS_SERVERS"
+
+// Dir is where the release lines are looked for.
+func Dir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "evtctl", "nats-servers")
+}
+
+// Lookup returns the nats-server binary of a release line ("2.10") and its version, or an
+// error saying what is missing.
+func Lookup(line string) (bin, version string, err error) {
+	var tried []string
+	cands := []string{filepath.Join(Dir(), line, "nats-server")}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/sbin/nats-server", "/usr/bin/nats-server")
+	for i, c := range cands {
+		if i > 0 && line != "2.9" {
+			break // only the oldest line is taken from the system
+		}
+		if _, err := os.Stat(c); err != nil {
+			tried = append(tried, c)
+			continue
+		}
+		v, err := Version(c)
+		if err != nil {
+			return "", "", err
+		}
+		if strings.HasPrefix(v, line+".") {
+			return c, v, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%s)", c, v))
+	}
+	how := fmt.Sprintf("GOBIN=%s go install github.com/nats-io/nats-server/v2@v%s.x", filepath.Join(Dir(), line), line)
+	if line == "2.9" {
+		how = "apt-get install nats-server (Debian 12 ships 2.9.10)"
+	}
+	return "", "", fmt.Errorf("no nats-server %s: looked at %s; build one with: %s", line, strings.Join(tried, ", "), how)
+}
+
+// Binary is Lookup for a test: it skips t when the line is missing.
+func Binary(t testing.TB, line string) (bin, version string) {
+	t.Helper()
+	bin, version, err := Lookup(line)
+	if err != nil {
+		t.Skip(err)
+	}
+	return bin, version
+}
+
+var versionRE = regexp.MustCompile(`v?(\d+\.\d+\.\d+\S*)`)
+
+// Version runs bin --version and returns its version, without the "v".
+func Version(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %v: %s", bin, err, out)
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%s --version: no version in %q", bin, out)
+	}
+	return string(m[1]), nil
+}
+
+// Config describes a server to start.
+type Config struct {
+	Name     string // server_name; default "n1"
+	Port     int    // client port; 0 picks a free one
+	StoreDir string // JetStream storage; default a new temporary directory
+	// Cluster, when set, makes the server one of a JetStream cluster: its route port and
+	// the route ports of every member (its own included).
+	Cluster *Cluster
+	// Extra is more configuration text, e.g. a tls block or accounts.
+	Extra string
+	// NoJetStream leaves JetStream off.
+	NoJetStream bool
+}
+
+// Cluster is a server's place in a cluster.
+type Cluster struct {
+	Name   string // default "evtctl-test"
+	Port   int
+	Routes []int
+}
+
+// Server is a nats-server running as a child process.
+type Server struct {
+	Bin     string
+	Config  Config
+	Version string
+	dir     string
+	conf    string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	starts  int
+}
+
+// FreePorts returns n loopback ports that were free a moment ago.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// Start runs bin with cfg and waits until it is ready for connections. The server is
+// killed when the test ends.
+func Start(t testing.TB, bin string, cfg Config) *Server {
+	t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = "n1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = FreePorts(t, 1)[0]
+	}
+	if cfg.StoreDir == "" {
+		cfg.StoreDir = t.TempDir()
+	}
+	s := &Server{Bin: bin, Config: cfg, dir: t.TempDir()}
+	s.conf = filepath.Join(s.dir, "nats.conf")
+	s.logPath = filepath.Join(s.dir, "nats.log")
+	if err := os.WriteFile(s.conf, []byte(s.configText()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Version(bin); err == nil {
+		s.Version = v
+	}
+	t.Cleanup(func() {
+		s.Kill()
+		if t.Failed() {
+			if b, err := os.ReadFile(s.logPath); err == nil {
+				t.Logf("nats-server %s (%s) log, last lines:\n%s", cfg.Name, s.Version, lastLines(b, 30))
+			}
+		}
+	})
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (s *Server) configText() string {
+	c := s.Config
+	var b strings.Builder
+	fmt.Fprintf(&b, "server_name: %q\nlisten: \"127.0.0.1:%d\"\n", c.Name, c.Port)
+	if !c.NoJetStream {
+		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n}\n", c.StoreDir)
+	}
+	if cl := c.Cluster; cl != nil {
+		name := cl.Name
+		if name == "" {
+			name = "evtctl-test"
+		}
+		var routes []string
+		for _, p := range cl.Routes {
+			routes = append(routes, fmt.Sprintf("    \"nats://127.0.0.1:%d\"", p))
+		}
+		fmt.Fprintf(&b, "cluster {\n  name: %q\n  listen: \"127.0.0.1:%d\"\n  routes: [\n%s\n  ]\n}\n", name, cl.Port, strings.Join(routes, "\n"))
+	}
+	b.WriteString(c.Extra)
+	b.WriteString("\n")
+	return b.String()
+}
+
+// URL is the server's client URL.
+func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.Config.Port) }
+
+// Running reports whether the process is running.
+func (s *Server) Running() bool {
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Restart starts the server again (or the first time), on the same port and storage, and
+// waits until it is ready for connections.
+func (s *Server) Restart() error {
+	if s.Running() {
+		return fmt.Errorf("nats-server %s is running", s.Config.Name)
+	}
+	before := s.readyLines()
+	cmd := exec.Command(s.Bin, "-c", s.conf, "-l", s.logPath)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	done := s.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.starts++
+	deadline := time.Now().Add(20 * time.Second)
+	for s.readyLines() <= before {
+		select {
+		case <-done:
+			b, _ := os.ReadFile(s.logPath)
+			return fmt.Errorf("nats-server %s exited at start: %s%s", s.Config.Name, out.String(), lastLines(b, 20))
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nats-server %s was not ready within 20s", s.Config.Name)
+		}
+	}
+	return nil
+}
+
+func (s *Server) readyLines() int {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("Server is ready"))
+}
+
+// Kill stops the server with SIGKILL, as a crash does, and waits for it to exit.
+func (s *Server) Kill() { s.signal(syscall.SIGKILL) }
+
+// Stop stops the server gracefully (SIGTERM) and waits for it to exit.
+func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	if !s.Running() {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Log returns what the server has logged.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.logPath)
+	return string(b)
+}
+
+// StartCluster starts n servers of bin as one JetStream cluster (names n1, n2, ...), each
+// with extra configuration text.
+func StartCluster(t testing.TB, bin string, n int, extra string) []*Server {
+	t.Helper()
+	ports := FreePorts(t, 2*n)
+	routes := ports[n:]
+	var srvs []*Server
+	for i := range n {
+		srvs = append(srvs, Start(t, bin, Config{
+			Name: fmt.Sprintf("n%d", i+1), Port: ports[i], Extra: extra,
+			Cluster: &Cluster{Port: routes[i], Routes: routes},
+		}))
+	}
+	return srvs
+}
+
+// URLs is the client URLs of the running servers, comma separated.
+func URLs(srvs []*Server) string {
+	var u []string
+	for _, s := range srvs {
+		if s.Running() {
+			u = append(u, s.URL())
+		}
+	}
+	return strings.Join(u, ",")
+}
+
+// AtLeast reports whether version ("2.11.3") is at least major.minor.
+func AtLeast(version string, major, minor int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (ma > major || ma == major && mi >= minor)
+}
+
+// WaitReady calls ready until it returns nil or the time is up.
+func WaitReady(ctx context.Context, within time.Duration, ready func(context.Context) error) error {
+	deadline := time.Now().Add(within)
+	for {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		err := ready(c)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
