@@ -50,6 +50,12 @@ func (s *Store) Append(ctx context.Context, entries []eventlog.Entry) ([]eventlo
 		return nil, eventlog.ErrClosed
 	}
 	defer s.leave()
+	if err := s.refusal(); err != nil {
+		return nil, err
+	}
+	if err := s.writeError(); err != nil {
+		return nil, err
+	}
 
 	// A repeat within the slice is answered with the cursor of its first occurrence, as
 	// the embedded log does; JetStream would refuse an atomic batch holding both.
@@ -248,6 +254,9 @@ func (s *Store) tryAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) 
 	}
 	return acks, nil
 }
+
+// maxInFlight bounds the messages this node has published and not yet seen acknowledged.
+const maxInFlight = 4096
 
 // publishEach publishes msgs one by one, pipelined, and waits for every acknowledgement.
 // The connection keeps their order, so the stream does too.

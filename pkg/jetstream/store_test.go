@@ -37,9 +37,12 @@ func openOpts(t testing.TB, o jetstream.Options, cfg storetest.Config) *jetstrea
 	return s
 }
 
+// suiteStreams numbers the suite's streams, across runs on one server.
+var suiteStreams atomic.Int64
+
 // backend runs the shared suite on fresh streams of the servers at url.
 func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
-	var n atomic.Int64
+	n := &suiteStreams
 	var mu sync.Mutex
 	names := map[eventlog.Store]string{}
 	openNamed := func(t testing.TB, name string, cfg storetest.Config) eventlog.Store {
@@ -65,6 +68,20 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 		Second: func(t testing.TB, s eventlog.Store, cfg storetest.Config) eventlog.Store {
 			return openNamed(t, nameOf(s), cfg)
 		},
+		// Events are lost by deleting their messages from the stream.
+		Lose: func(t testing.TB, s eventlog.Store, lost []storetest.Lost) eventlog.Store {
+			_, js := connect(t, url)
+			str, err := js.Stream(ctx, nameOf(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range lost {
+				if err := str.DeleteMsg(ctx, l.Cursor.Seq); err != nil {
+					t.Fatalf("deleting message %d: %v", l.Cursor.Seq, err)
+				}
+			}
+			return s
+		},
 	}
 }
 
@@ -73,7 +90,19 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 // the node's end-to-end tests cover atomic batches).
 func TestSuite(t *testing.T) {
 	srv := startServer(t, 0, "")
-	storetest.Run(t, backend(srv.ClientURL(), 1, false))
+	runSuite(t, srv.ClientURL(), 1, false)
+}
+
+// runSuite runs the suite twice: ascending reads through consumers, and through direct gets.
+func runSuite(t *testing.T, url string, replicas int, atomicBatches bool) {
+	t.Run("consumers", func(t *testing.T) {
+		jetstream.ReadPath(t, 1)
+		storetest.Run(t, backend(url, replicas, atomicBatches))
+	})
+	t.Run("direct", func(t *testing.T) {
+		jetstream.ReadPath(t, 1<<62)
+		storetest.Run(t, backend(url, replicas, atomicBatches))
+	})
 }
 
 func ev(i int) eventlog.Entry { return storetest.Ev(i) }
@@ -155,7 +184,7 @@ func TestCursorTimeNeverGoesBack(t *testing.T) {
 }
 
 // Messages published on the stream's subject by something other than evtctl are served
-// when they are JSON objects, and stepped over when they are not.
+// too: a CloudEvent as it is, anything else wrapped in one.
 func TestForeignMessages(t *testing.T) {
 	srv := startServer(t, 0, "")
 	s := open(t, srv.ClientURL(), "FOREIGN", storetest.Config{}, 1)
@@ -172,7 +201,8 @@ func TestForeignMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Items) != 2 || p.Items[0].Type != "org.example.nats.v1" || p.Items[1].Cursor != last || p.Items[1].Cursor.Seq != 3 {
+	if len(p.Items) != 3 || p.Items[0].Type != "org.example.nats.v1" || p.Items[1].Type != "evtctl.foreign" ||
+		!strings.Contains(string(p.Items[1].JSON), `"data":"not json"`) || p.Items[2].Cursor != last || p.Items[2].Cursor.Seq != 3 {
 		t.Fatalf("items %+v", p.Items)
 	}
 }
@@ -341,5 +371,5 @@ func TestSuiteCluster(t *testing.T) {
 		t.Skip("starts a JetStream cluster")
 	}
 	srvs := startCluster(t)
-	storetest.Run(t, backend(clusterURL(srvs), 3, true))
+	runSuite(t, clusterURL(srvs), 3, true)
 }

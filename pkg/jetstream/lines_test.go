@@ -1,0 +1,80 @@
+package jetstream_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/eventlog/storetest"
+	"github.com/evtctl/evtctl/pkg/jetstream"
+	"github.com/evtctl/evtctl/pkg/jetstream/natstest"
+)
+
+// The older server lines people run, as child processes (the newest line runs in process
+// in TestSuite). A line whose binary is missing is skipped, naming it.
+var olderLines = []string{"2.10", "2.11"}
+
+// A node on each older line reads back what it stored, promptly: reads must not depend on
+// batched direct gets (2.11) or atomic batches (2.12).
+func TestOlderLinesReadBack(t *testing.T) {
+	for _, line := range olderLines {
+		t.Run(line, func(t *testing.T) {
+			bin, _ := natstest.Binary(t, line)
+			srv := natstest.Start(t, bin, natstest.Config{})
+			s, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "LINES", Manage: true, Timeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var want []eventlog.Entry
+			for i := range 5 {
+				want = append(want, storetest.Ev(i))
+			}
+			if _, err := s.Append(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			p, err := s.Read(ctx, eventlog.Query{Max: 10, Ascending: true})
+			if err != nil {
+				t.Fatalf("read on nats-server %s: %v", srv.Version, err)
+			}
+			if len(p.Items) != 5 || time.Since(start) > time.Second {
+				t.Fatalf("read on nats-server %s: %d items in %v", srv.Version, len(p.Items), time.Since(start))
+			}
+			p, err = s.Read(ctx, eventlog.Query{Max: 2})
+			if err != nil || len(p.Items) != 2 || !p.More {
+				t.Fatalf("newest-first read on nats-server %s: %d items, %v", srv.Version, len(p.Items), err)
+			}
+		})
+	}
+}
+
+// The shared store suite on each older line.
+func TestSuiteOlderLines(t *testing.T) {
+	for _, line := range olderLines {
+		t.Run(line, func(t *testing.T) {
+			bin, _ := natstest.Binary(t, line)
+			srv := natstest.Start(t, bin, natstest.Config{})
+			runSuite(t, srv.URL(), 1, false)
+		})
+	}
+}
+
+// A server older than 2.10 (Debian's 2.9.10) is refused at start, with a message naming the
+// version found and the one needed.
+func TestRefusesServerBefore210(t *testing.T) {
+	bin, version := natstest.Binary(t, "2.9")
+	srv := natstest.Start(t, bin, natstest.Config{})
+	start := time.Now()
+	_, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "OLD", Manage: true, Timeout: 2 * time.Second})
+	if err == nil {
+		t.Fatalf("nats-server %s was not refused", version)
+	}
+	if !strings.Contains(err.Error(), "nats-server "+version) || !strings.Contains(err.Error(), "needs nats-server 2.10 or later") {
+		t.Fatalf("the refusal does not name the version found (%s) and the one needed: %v", version, err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("the refusal took %v", time.Since(start))
+	}
+}
