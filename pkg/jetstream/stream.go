@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
 // ensureStream makes sure the stream exists and suits evtctl. With Options.Manage it
@@ -136,7 +138,7 @@ func (s *Store) checkConfig(cfg jetstream.StreamConfig) error {
 	case s.subjectGiven:
 		return fmt.Errorf("NATS JetStream stream %q does not take subject %q (its subjects: %s)", name, s.subject, strings.Join(cfg.Subjects, ", "))
 	default:
-		writeErr = fmt.Errorf("this node serves NATS JetStream stream %q, which evtctl did not write, read-only: to take events, name a subject the stream takes (--nats-subject; its subjects: %s)", name, strings.Join(cfg.Subjects, ", "))
+		writeErr = fmt.Errorf("%w: this node serves NATS JetStream stream %q, which evtctl did not write, read-only; to take events, name a subject the stream takes (--nats-subject; its subjects: %s)", eventlog.ErrReadOnly, name, strings.Join(cfg.Subjects, ", "))
 		s.log.Info("serving a stream evtctl did not write; events are presented as CloudEvents, and ingest is off", "stream", name, "subjects", strings.Join(cfg.Subjects, ", "))
 	}
 	s.mu.Lock()
