@@ -30,6 +30,8 @@ func init() {
 	scriptCmds["natsserver"] = cmdNATSServer
 	scriptCmds["natsstop"] = cmdNATSStop
 	scriptCmds["catfiles"] = cmdCatFiles
+	scriptCmds["natsstream"] = cmdNATSStream
+	scriptCmds["natspub"] = cmdNATSPub
 }
 
 // natsGroup is a NATS server, or a JetStream cluster of three, run in process on loopback
@@ -224,6 +226,93 @@ func cmdNATSStop(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: natsstop, after natsserver")
 	}
 	g.stop()
+}
+
+// scriptJetStream connects to the script's NATS servers.
+func scriptJetStream(ts *testscript.TestScript) (*nats.Conn, natsjs.JetStream) {
+	nc, err := nats.Connect(ts.Getenv("NATS_URL"))
+	ts.Check(err)
+	js, err := natsjs.New(nc)
+	ts.Check(err)
+	return nc, js
+}
+
+// cmdNATSStream creates a stream as an operator would, without evtctl: file storage,
+// limits retention, direct gets allowed unless no_direct.
+//
+//	natsstream NAME SUBJECT... [max_msgs=N] [max_msgs_per_subject=N] [no_direct]
+func cmdNATSStream(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: natsstream NAME SUBJECT... [max_msgs=N] [max_msgs_per_subject=N] [no_direct]")
+	}
+	cfg := natsjs.StreamConfig{Name: args[0], AllowDirect: true, Storage: natsjs.FileStorage}
+	for _, a := range args[1:] {
+		k, v, ok := strings.Cut(a, "=")
+		switch {
+		case a == "no_direct":
+			cfg.AllowDirect = false
+		case ok && k == "max_msgs":
+			_, err := fmt.Sscan(v, &cfg.MaxMsgs)
+			ts.Check(err)
+		case ok && k == "max_msgs_per_subject":
+			_, err := fmt.Sscan(v, &cfg.MaxMsgsPerSubject)
+			ts.Check(err)
+		case ok:
+			ts.Fatalf("natsstream: unknown setting %s", k)
+		default:
+			cfg.Subjects = append(cfg.Subjects, a)
+		}
+	}
+	nc, js := scriptJetStream(ts)
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := js.CreateStream(ctx, cfg)
+	ts.Check(err)
+}
+
+// cmdNATSPub publishes to JetStream as another NATS program would: one message with the
+// payload (text; @FILE for a file's bytes; - for none) and headers, or with -n N, N
+// messages whose payload has %d replaced by 1..N.
+//
+//	natspub [-n N] SUBJECT PAYLOAD [HEADER=VALUE...]
+func cmdNATSPub(ts *testscript.TestScript, neg bool, args []string) {
+	n := 0
+	if len(args) > 1 && args[0] == "-n" {
+		_, err := fmt.Sscan(args[1], &n)
+		ts.Check(err)
+		args = args[2:]
+	}
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: natspub [-n N] SUBJECT PAYLOAD [HEADER=VALUE...]")
+	}
+	payload := []byte(args[1])
+	switch {
+	case args[1] == "-":
+		payload = nil
+	case strings.HasPrefix(args[1], "@"):
+		payload = []byte(ts.ReadFile(args[1][1:]))
+	}
+	nc, js := scriptJetStream(ts)
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 1; i <= max(n, 1); i++ {
+		m := nats.NewMsg(args[0])
+		m.Data = payload
+		if n > 0 {
+			m.Data = []byte(strings.ReplaceAll(string(payload), "%d", fmt.Sprint(i)))
+		}
+		for _, h := range args[2:] {
+			k, v, ok := strings.Cut(h, "=")
+			if !ok {
+				ts.Fatalf("natspub: header %q is not NAME=VALUE", h)
+			}
+			m.Header[k] = append(m.Header[k], v)
+		}
+		_, err := js.PublishMsg(ctx, m)
+		ts.Check(err)
+	}
 }
 
 // cmdCatFiles writes the concatenation of files to the command's stdout.
