@@ -104,7 +104,10 @@ together), so an acknowledged event survives a crash of the node or of the machi
 With --store nats://HOST:PORT the log lives in a NATS JetStream stream instead (file storage,
 --nats-replicas copies), created or brought to the node's retention settings at start, so
 that several nodes in front of one stream serve one log: every node hands out the same
-cursor for the same event, and a reader may move between them.
+cursor for the same event, and a reader may move between them. It needs nats-server 2.10 or
+later. With --nats-manage-stream=false the node serves a stream as it is, also one that
+evtctl did not write: each message is presented as a CloudEvent, and the node takes events
+only when --nats-subject names a subject the stream takes.
 
 Damage to the log is never repaired by deleting what is intact: only a torn tail (the last
 append cut short by a crash, never acknowledged) is cut back. A bad record, a missing or
@@ -120,7 +123,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
   evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
   evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"
   evtctl serve --verify --data-dir /var/lib/evtctl
-  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds`,
+  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds
+  evtctl serve --store nats://nats1:4222 --nats-stream ORDERS --nats-manage-stream=false`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Memory && cmd.Flags().Changed("data-dir") {
@@ -195,7 +199,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 
 	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
 	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")
-	f.StringVar(&opts.NATSSubject, "nats-subject", "", `subject the events are published on (default "evtctl." and the stream name in lower case)`)
+	f.StringVar(&opts.NATSSubject, "nats-subject", "", `subject ingested events are published on (default "evtctl." and the stream name in lower case); on a stream that does not take the default, the node takes events only with this flag`)
 	f.IntVar(&opts.NATSReplicas, "nats-replicas", 1, "copies of the stream the JetStream cluster keeps (1 to 5; 3 survives the loss of a server)")
 	f.StringVar(&opts.NATSCreds, "nats-creds", "", "NATS credentials file (JWT and NKey seed)")
 	f.StringVar(&opts.NATSNKey, "nats-nkey", "", "NATS NKey seed file")
@@ -205,7 +209,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.NATSCA, "nats-ca", "", "CA certificates (PEM) that sign the NATS servers' certificates")
 	f.StringVar(&opts.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS TLS")
 	f.StringVar(&opts.NATSKey, "nats-key", "", "private key (PEM) for --nats-cert")
-	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is")
+	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is (also a stream evtctl did not write)")
 	f.BoolVar(&opts.NATSAtomic, "nats-atomic-batches", true, "store each ingest batch all-or-nothing (atomic batch publish, nats-server 2.12+); false: event by event, faster on a single-replica stream")
 	f.DurationVar(&opts.NATSTimeout, "nats-timeout", 5*time.Second, "how long to wait for each reply from NATS; at start, six times this for NATS and the stream to be ready")
 	return cmd
