@@ -622,3 +622,132 @@ func TestNATSClusterLeaderStop(t *testing.T) {
 	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
 		len(acked), p.retries.Load(), g.opts[newLeader].ServerName, len(tailed))
 }
+
+// foreignPublisher publishes messages to a stream as another NATS program would (JSON with
+// a Nats-Msg-Id, which a node serves as the event's id) until stopped, and records the
+// stream sequence of each one stored.
+type foreignPublisher struct {
+	mu    sync.Mutex
+	acked map[string]uint64 // id → stream sequence
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func startForeignPublisher(t *testing.T, url string) *foreignPublisher {
+	p := &foreignPublisher{acked: map[string]uint64{}, stop: make(chan struct{})}
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := natsjs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer nc.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			id := fmt.Sprintf("f-%d", i)
+			m := nats.NewMsg([]string{"orders.eu.created", "orders.us.created"}[i%2])
+			m.Header.Set("Nats-Msg-Id", id)
+			m.Data = fmt.Appendf(nil, `{"order":%d}`, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			a, err := js.PublishMsg(ctx, m)
+			cancel()
+			if err != nil {
+				t.Errorf("publishing %s: %v", id, err)
+				return
+			}
+			p.mu.Lock()
+			p.acked[id] = a.Sequence
+			p.mu.Unlock()
+			if i%50 == 49 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}()
+	return p
+}
+
+func (p *foreignPublisher) halt() map[string]uint64 {
+	close(p.stop)
+	p.wg.Wait()
+	return p.acked
+}
+
+// TestNATSForeignTailSwitchesNodes runs two nodes on a stream evtctl did not write while
+// another program publishes to it. A tail on the second node is stopped mid-stream, goes
+// on from its checkpoint on the first, then back: together its runs write every message
+// exactly once, in order, each with the stream sequence it was stored at.
+func TestNATSForeignTailSwitchesNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS and child processes")
+	}
+	g, err := startNATS(false, func(int) string { return t.TempDir() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.stop)
+	nc, err := nats.Connect(g.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, n1 := startServe(t, "--store", g.url(), "--nats-stream", "ORDERS", "--nats-manage-stream=false")
+	_, n2 := startServe(t, "--store", g.url(), "--nats-stream", "ORDERS", "--nats-manage-stream=false")
+
+	p := startForeignPublisher(t, g.url())
+	dir := t.TempDir()
+	cp := dir + "/cp.json"
+	var lines []tailLine
+	for i, node := range []string{n2, n1, n2} {
+		out := fmt.Sprintf("%s/tail%d.jsonl", dir, i)
+		args := []string{"--node", node, "--checkpoint", cp}
+		if i == 0 {
+			args = append(args, "--from-start")
+		}
+		tail := startTail(t, out, args...)
+		before := len(readTail(t, out))
+		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= before+200 })
+		if i == 2 {
+			total := len(p.halt())
+			waitCond(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
+		}
+		if err := tail.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		_ = tail.Wait()
+		lines = append(lines, readTail(t, out)...)
+	}
+	acked := p.acked
+	seen := map[string]bool{}
+	var prev cursor.Cursor
+	for i, l := range lines {
+		c, err := cursor.Parse(l.cursor)
+		if err != nil || !c.After(prev) {
+			t.Fatalf("line %d: cursor %q out of order after %v", i, l.cursor, prev)
+		}
+		prev = c
+		if seen[l.id] {
+			t.Fatalf("message %s twice", l.id)
+		}
+		seen[l.id] = true
+		if seq, ok := acked[l.id]; !ok || seq != c.Seq {
+			t.Fatalf("line %d: message %s at cursor %v, stored at sequence %d", i, l.id, c, seq)
+		}
+	}
+	if len(seen) != len(acked) {
+		t.Fatalf("the tail wrote %d messages of %d published", len(seen), len(acked))
+	}
+	t.Logf("%d messages published by another program; the tail wrote them across three runs on two nodes", len(acked))
+}
