@@ -24,9 +24,11 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/jetstream/natstest"
 )
 
 func init() {
+	natstest.ServeIfAsked() // a test binary started as nats-server serves and exits
 	scriptCmds["natsserver"] = cmdNATSServer
 	scriptCmds["natsstop"] = cmdNATSStop
 	scriptCmds["catfiles"] = cmdCatFiles
@@ -750,4 +752,79 @@ func TestNATSForeignTailSwitchesNodes(t *testing.T) {
 		t.Fatalf("the tail wrote %d messages of %d published", len(seen), len(acked))
 	}
 	t.Logf("%d messages published by another program; the tail wrote them across three runs on two nodes", len(acked))
+}
+
+// TestNATSClusterLeaderKill is TestNATSClusterLeaderStop with a crash: the servers run as
+// child processes, and the one leading the stream is killed with SIGKILL while producers
+// send events to one node and a tail follows the other. Every acknowledged event is in the
+// log exactly once, ingest and the tail go on once a new leader is elected, and the tail
+// writes every event exactly once.
+func TestNATSClusterLeaderKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS cluster and child processes")
+	}
+	srvs := natstest.StartCluster(t, natstest.Self(), 3, "")
+	url := natstest.URLs(srvs)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	if err := natstest.WaitReady(context.Background(), 30*time.Second, func(ctx context.Context) error {
+		_, err := js.AccountInfo(ctx)
+		return err
+	}); err != nil {
+		t.Fatalf("the JetStream cluster did not form: %v", err)
+	}
+	urls := strings.Split(url, ",")
+	_, a := startServe(t, "--store", urls[0]+","+urls[1]+","+urls[2], "--nats-stream", "CRASH", "--nats-replicas", "3", "--nats-timeout", "2s")
+	_, b := startServe(t, "--store", urls[1]+","+urls[2]+","+urls[0], "--nats-stream", "CRASH", "--nats-replicas", "3", "--nats-timeout", "2s")
+	out := t.TempDir() + "/tail.jsonl"
+	startTail(t, out, "--node", b, "--from-start", "--wait", "2s")
+
+	p := newProducer()
+	for w := range 3 {
+		p.run(t, a, w)
+	}
+	waitCond(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
+	waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
+
+	leaderName := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		str, err := js.Stream(ctx, "CRASH")
+		if err != nil {
+			return ""
+		}
+		if ci := str.CachedInfo().Cluster; ci != nil {
+			return ci.Leader
+		}
+		return ""
+	}
+	var leader *natstest.Server
+	waitCond(t, 10*time.Second, "the stream has a leader", func() bool {
+		name := leaderName()
+		for _, s := range srvs {
+			if s.Config.Name == name {
+				leader = s
+			}
+		}
+		return leader != nil
+	})
+	killedAt := p.n.Load()
+	leader.Kill()
+	t.Logf("killed the stream leader %s (SIGKILL) after %d events", leader.Config.Name, killedAt)
+
+	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader was killed", func() bool { return p.n.Load() >= killedAt+300 })
+	p.halt()
+	acked := p.acked
+	waitCond(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
+
+	checkOnce(t, "a replay from the first node", replayAll(t, a), acked)
+	checkOnce(t, "a replay from the second node", replayAll(t, b), acked)
+	tailed := readTail(t, out)
+	checkOnce(t, "the tail", tailed, acked)
+	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
+		len(acked), p.retries.Load(), leaderName(), len(tailed))
 }

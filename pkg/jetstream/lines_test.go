@@ -20,8 +20,7 @@ var olderLines = []string{"2.10", "2.11"}
 func TestOlderLinesReadBack(t *testing.T) {
 	for _, line := range olderLines {
 		t.Run(line, func(t *testing.T) {
-			bin, _ := natstest.Binary(t, line)
-			srv := natstest.Start(t, bin, natstest.Config{})
+			srv := natstest.Start(t, natstest.NeedLine(t, line), natstest.Config{})
 			s, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "LINES", Manage: true, Timeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -54,8 +53,7 @@ func TestOlderLinesReadBack(t *testing.T) {
 func TestSuiteOlderLines(t *testing.T) {
 	for _, line := range olderLines {
 		t.Run(line, func(t *testing.T) {
-			bin, _ := natstest.Binary(t, line)
-			srv := natstest.Start(t, bin, natstest.Config{})
+			srv := natstest.Start(t, natstest.NeedLine(t, line), natstest.Config{})
 			runSuite(t, srv.URL(), 1, false)
 		})
 	}
@@ -64,7 +62,8 @@ func TestSuiteOlderLines(t *testing.T) {
 // A server older than 2.10 (Debian's 2.9.10) is refused at start, with a message naming the
 // version found and the one needed.
 func TestRefusesServerBefore210(t *testing.T) {
-	bin, version := natstest.Binary(t, "2.9")
+	bin := natstest.NeedLine(t, "2.9")
+	version := bin.Version
 	srv := natstest.Start(t, bin, natstest.Config{})
 	start := time.Now()
 	_, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "OLD", Manage: true, Timeout: 2 * time.Second})

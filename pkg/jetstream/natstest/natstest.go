@@ -1,18 +1,23 @@
-// Package natstest runs released nats-server binaries as child processes for tests, so that
-// the JetStream store is tested against the server lines people run, and against a server
-// killed with SIGKILL.
+// Package natstest runs nats-server as child processes for tests, so that the JetStream
+// store is tested against the server lines people run, and against a server killed with
+// SIGKILL.
 //
-// The binaries come from a directory with one folder per release line, each holding a
-// nats-server built with `go install github.com/nats-io/nats-server/v2@vX.Y.Z`:
+// Released lines come from a directory with one folder per line, each holding a nats-server
+// built with `go install github.com/nats-io/nats-server/v2@vX.Y.Z`:
 // $EVTCTL_NATS_SERVERS/2.10/nats-server, $EVTCTL_NATS_SERVERS/2.11/nats-server, ...
 // (default ~/.cache/evtctl/nats-servers). A line that is missing skips the test, naming the
 // binary and how to build it. Line "2.9" is also looked for as the nats-server on PATH (or
 // in /usr/sbin), Debian's package, when it reports a 2.9 version.
+//
+// The server module the project builds with runs as a child process too, with nothing to
+// build: Self is the test binary itself, which serves as nats-server when a test package
+// calls ServeIfAsked from an init function.
 package natstest
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -24,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -41,9 +48,57 @@ func Dir() string {
 	return filepath.Join(home, ".cache", "evtctl", "nats-servers")
 }
 
-// Lookup returns the nats-server binary of a release line ("2.10") and its version, or an
+// Binary is a nats-server program: a path, and the environment it needs beside this
+// process's.
+type Binary struct {
+	Path    string
+	Env     []string
+	Version string
+}
+
+// envSelf marks a test binary started to serve as nats-server.
+const envSelf = "EVTCTL_TEST_AS_NATS_SERVER"
+
+// Self is the test binary serving as nats-server, with the server module the project
+// builds with (the newest line it supports). The test package must call ServeIfAsked from
+// an init function.
+func Self() Binary {
+	return Binary{Path: os.Args[0], Env: []string{envSelf + "=1"}, Version: server.VERSION}
+}
+
+// ServeIfAsked runs nats-server and exits when this process was started by Self; it
+// returns at once otherwise.
+func ServeIfAsked() {
+	if os.Getenv(envSelf) != "1" {
+		return
+	}
+	fs := flag.NewFlagSet("nats-server", flag.ExitOnError)
+	opts, err := server.ConfigureOptions(fs, os.Args[1:], server.PrintServerAndExit, fs.Usage, server.PrintTLSHelpAndDie)
+	if err != nil {
+		server.PrintAndDie("nats-server: " + err.Error())
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		server.PrintAndDie("nats-server: " + err.Error())
+	}
+	s.ConfigureLogger()
+	if err := server.Run(s); err != nil {
+		server.PrintAndDie(err.Error())
+	}
+	s.WaitForShutdown()
+	os.Exit(0)
+}
+
+// Line returns the nats-server of a release line ("2.10"), or an error saying what is
+// missing.
+func Line(line string) (Binary, error) {
+	bin, version, err := lookup(line)
+	return Binary{Path: bin, Version: version}, err
+}
+
+// lookup returns the nats-server binary of a release line ("2.10") and its version, or an
 // error saying what is missing.
-func Lookup(line string) (bin, version string, err error) {
+func lookup(line string) (bin, version string, err error) {
 	var tried []string
 	cands := []string{filepath.Join(Dir(), line, "nats-server")}
 	if p, err := exec.LookPath("nats-server"); err == nil {
@@ -74,14 +129,14 @@ func Lookup(line string) (bin, version string, err error) {
 	return "", "", fmt.Errorf("no nats-server %s: looked at %s; build one with: %s", line, strings.Join(tried, ", "), how)
 }
 
-// Binary is Lookup for a test: it skips t when the line is missing.
-func Binary(t testing.TB, line string) (bin, version string) {
+// NeedLine is Line for a test: it skips t when the line is missing.
+func NeedLine(t testing.TB, line string) Binary {
 	t.Helper()
-	bin, version, err := Lookup(line)
+	b, err := Line(line)
 	if err != nil {
 		t.Skip(err)
 	}
-	return bin, version
+	return b
 }
 
 var versionRE = regexp.MustCompile(`v?(\d+\.\d+\.\d+\S*)`)
@@ -122,7 +177,7 @@ type Cluster struct {
 
 // Server is a nats-server running as a child process.
 type Server struct {
-	Bin     string
+	Bin     Binary
 	Config  Config
 	Version string
 	dir     string
@@ -154,7 +209,7 @@ func FreePorts(t testing.TB, n int) []int {
 
 // Start runs bin with cfg and waits until it is ready for connections. The server is
 // killed when the test ends.
-func Start(t testing.TB, bin string, cfg Config) *Server {
+func Start(t testing.TB, bin Binary, cfg Config) *Server {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "n1"
@@ -171,9 +226,7 @@ func Start(t testing.TB, bin string, cfg Config) *Server {
 	if err := os.WriteFile(s.conf, []byte(s.configText()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := Version(bin); err == nil {
-		s.Version = v
-	}
+	s.Version = bin.Version
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
@@ -234,7 +287,10 @@ func (s *Server) Restart() error {
 		return fmt.Errorf("nats-server %s is running", s.Config.Name)
 	}
 	before := s.readyLines()
-	cmd := exec.Command(s.Bin, "-c", s.conf, "-l", s.logPath)
+	cmd := exec.Command(s.Bin.Path, "-c", s.conf, "-l", s.logPath)
+	if len(s.Bin.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.Bin.Env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -294,7 +350,7 @@ func (s *Server) Log() string {
 
 // StartCluster starts n servers of bin as one JetStream cluster (names n1, n2, ...), each
 // with extra configuration text.
-func StartCluster(t testing.TB, bin string, n int, extra string) []*Server {
+func StartCluster(t testing.TB, bin Binary, n int, extra string) []*Server {
 	t.Helper()
 	ports := FreePorts(t, 2*n)
 	routes := ports[n:]
