@@ -4,12 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +25,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
@@ -827,4 +837,220 @@ func TestNATSClusterLeaderKill(t *testing.T) {
 	checkOnce(t, "the tail", tailed, acked)
 	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
 		len(acked), p.retries.Load(), leaderName(), len(tailed))
+}
+
+// testPKI is a certificate authority with a server certificate for 127.0.0.1 and a client
+// certificate, as PEM files in a directory.
+type testPKI struct{ ca, serverCert, serverKey, clientCert, clientKey string }
+
+func newTestPKI(t *testing.T) testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, kind string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := key()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "evtctl test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		k := key()
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return write(name+".pem", "CERTIFICATE", der), write(name+"-key.pem", "EC PRIVATE KEY", kder)
+	}
+	p := testPKI{ca: write("ca.pem", "CERTIFICATE", caDER)}
+	p.serverCert, p.serverKey = leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = leaf("client", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// natsAuthServer runs a nats-server child process with JetStream and extra configuration.
+func natsAuthServer(t *testing.T, extra string) *natstest.Server {
+	t.Helper()
+	return natstest.Start(t, natstest.Self(), natstest.Config{Extra: extra})
+}
+
+// serveFails runs serve, which must fail at start, and returns what it wrote to stderr.
+func serveFails(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("serve %v exited 0", args)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("serve %v did not fail within 30s: %s", args, stderr.String())
+	}
+	return stderr.String()
+}
+
+// roundTrip sends an event to a node and reads it back.
+func roundTrip(t *testing.T, node string) {
+	t.Helper()
+	body := `{"specversion":"1.0","id":"auth-1","source":"/auth","type":"org.example.auth.v1","data":{"ok":true}}`
+	resp, err := http.Post(node+"/events", "application/cloudevents+json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingest answered %d: %s", resp.StatusCode, reply)
+	}
+	lines := replayAll(t, node)
+	if len(lines) != 1 || lines[0].id != "auth-1" {
+		t.Fatalf("read back %+v", lines)
+	}
+}
+
+// The NATS connection options of serve against servers configured for them: TLS with a
+// private CA and client certificates, an NKey, a credentials file (JWT) of an operator's
+// account, a user and password, and a token (the secrets from the environment).
+func TestNATSAuthOptions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS servers and child processes")
+	}
+	t.Run("tls", func(t *testing.T) {
+		pki := newTestPKI(t)
+		srv := natsAuthServer(t, fmt.Sprintf("tls {\n cert_file: %q\n key_file: %q\n ca_file: %q\n verify: true\n}\n", pki.serverCert, pki.serverKey, pki.ca))
+		url := "tls://" + strings.TrimPrefix(srv.URL(), "nats://")
+		_, node := startServe(t, "--store", url, "--nats-ca", pki.ca, "--nats-cert", pki.clientCert, "--nats-key", pki.clientKey)
+		roundTrip(t, node)
+		// Without a client certificate the server refuses the connection; without the CA
+		// the node does not trust the server.
+		// (The server's refusal reaches the client as an alert or as the connection closed.)
+		if msg := serveFails(t, "--store", url, "--nats-ca", pki.ca, "--nats-timeout", "1s"); !strings.Contains(msg, "certificate required") && !strings.Contains(msg, "tls error") {
+			t.Fatalf("without a client certificate: %s", msg)
+		}
+		if msg := serveFails(t, "--store", url, "--nats-cert", pki.clientCert, "--nats-key", pki.clientKey, "--nats-timeout", "1s"); !strings.Contains(msg, "certificate signed by unknown authority") {
+			t.Fatalf("without the CA: %s", msg)
+		}
+	})
+	t.Run("nkey", func(t *testing.T) {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := kp.PublicKey()
+		seed, _ := kp.Seed()
+		seedFile := filepath.Join(t.TempDir(), "user.nk")
+		if err := os.WriteFile(seedFile, seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		srv := natsAuthServer(t, fmt.Sprintf("authorization {\n users: [ { nkey: %q } ]\n}\n", pub))
+		_, node := startServe(t, "--store", srv.URL(), "--nats-nkey", seedFile)
+		roundTrip(t, node)
+		other, _ := nkeys.CreateUser()
+		otherSeed, _ := other.Seed()
+		otherFile := filepath.Join(t.TempDir(), "other.nk")
+		if err := os.WriteFile(otherFile, otherSeed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if msg := serveFails(t, "--store", srv.URL(), "--nats-nkey", otherFile); !strings.Contains(strings.ToLower(msg), "authorization violation") {
+			t.Fatalf("an unknown NKey: %s", msg)
+		}
+	})
+	t.Run("creds", func(t *testing.T) {
+		okp, _ := nkeys.CreateOperator()
+		opub, _ := okp.PublicKey()
+		skp, _ := nkeys.CreateAccount() // the system account JetStream needs
+		spub, _ := skp.PublicKey()
+		sjwt, err := jwt.NewAccountClaims(spub).Encode(okp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc := jwt.NewOperatorClaims(opub)
+		oc.SystemAccount = spub
+		ojwt, err := oc.Encode(okp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		akp, _ := nkeys.CreateAccount()
+		apub, _ := akp.PublicKey()
+		ac := jwt.NewAccountClaims(apub)
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		ajwt, err := ac.Encode(okp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ukp, _ := nkeys.CreateUser()
+		upub, _ := ukp.PublicKey()
+		uc := jwt.NewUserClaims(upub)
+		uc.IssuerAccount = apub
+		ujwt, err := uc.Encode(akp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		useed, _ := ukp.Seed()
+		creds, err := jwt.FormatUserConfig(ujwt, useed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		credsFile := filepath.Join(t.TempDir(), "evtctl.creds")
+		if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		srv := natsAuthServer(t, fmt.Sprintf("operator: %q\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n %s: %q\n %s: %q\n}\n", ojwt, spub, spub, sjwt, apub, ajwt))
+		_, node := startServe(t, "--store", srv.URL(), "--nats-creds", credsFile)
+		roundTrip(t, node)
+		if msg := serveFails(t, "--store", srv.URL()); !strings.Contains(strings.ToLower(msg), "authorization violation") {
+			t.Fatalf("without credentials: %s", msg)
+		}
+	})
+	t.Run("user-password-token", func(t *testing.T) {
+		srv := natsAuthServer(t, "authorization {\n users: [ { user: evtctl, password: \"s3cr3t pass\" } ]\n}\n")
+		t.Setenv("EVTCTL_NATS_PASSWORD", "s3cr3t pass")
+		_, node := startServe(t, "--store", srv.URL(), "--nats-user", "evtctl")
+		roundTrip(t, node)
+		t.Setenv("EVTCTL_NATS_PASSWORD", "wrong")
+		if msg := serveFails(t, "--store", srv.URL(), "--nats-user", "evtctl"); !strings.Contains(strings.ToLower(msg), "authorization violation") || strings.Contains(msg, "wrong") {
+			t.Fatalf("a wrong password: %s", msg)
+		}
+		tsrv := natsAuthServer(t, "authorization {\n token: \"t0ken\"\n}\n")
+		t.Setenv("EVTCTL_NATS_TOKEN", "t0ken")
+		_, node = startServe(t, "--store", tsrv.URL())
+		roundTrip(t, node)
+	})
 }
