@@ -74,7 +74,7 @@ type serveOptions struct {
 	NATSCert     string
 	NATSKey      string
 	NATSManage   bool
-	NATSAtomic   bool
+	NATSAtomic   string
 	NATSTimeout  time.Duration
 }
 
@@ -210,7 +210,9 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS TLS")
 	f.StringVar(&opts.NATSKey, "nats-key", "", "private key (PEM) for --nats-cert")
 	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is (also a stream evtctl did not write)")
-	f.BoolVar(&opts.NATSAtomic, "nats-atomic-batches", true, "store each ingest batch all-or-nothing (atomic batch publish, nats-server 2.12+); false: event by event, faster on a single-replica stream")
+	f.StringVar(&opts.NATSAtomic, "nats-atomic-batches", "auto", "store each ingest batch all-or-nothing with atomic batch publish (nats-server 2.12+): true, false (event by event, pipelined), or auto: atomic on a replicated stream, event by event on a single replica, whichever is faster")
+	f.Lookup("nats-atomic-batches").NoOptDefVal = "true"
+	choices(f, "nats-atomic-batches", "auto", "true", "false")
 	f.DurationVar(&opts.NATSTimeout, "nats-timeout", 5*time.Second, "how long to wait for each reply from NATS; at start, six times this for NATS and the stream to be ready")
 	return cmd
 }
@@ -252,6 +254,11 @@ func checkStoreFlags(f *pflag.FlagSet, opts *serveOptions) error {
 	if opts.NATSTimeout <= 0 {
 		return usagef("--nats-timeout must be positive")
 	}
+	switch opts.NATSAtomic {
+	case "auto", "true", "false":
+	default:
+		return usagef("--nats-atomic-batches must be auto, true or false, got %q", opts.NATSAtomic)
+	}
 	return nil
 }
 
@@ -282,20 +289,20 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 			nopts = append(nopts, nats.ClientCert(opts.NATSCert, opts.NATSKey))
 		}
 		jopts := jetstream.Options{
-			URL:             opts.Store,
-			Stream:          opts.NATSStream,
-			Subject:         opts.NATSSubject,
-			Replicas:        opts.NATSReplicas,
-			Window:          opts.Window,
-			MaxItems:        opts.MaxItems,
-			MaxBytes:        int64(opts.MaxBytes),
-			DedupeWindow:    opts.DedupeWindow,
-			Manage:          opts.NATSManage,
-			NoAtomicBatches: !opts.NATSAtomic,
-			Timeout:         opts.NATSTimeout,
-			StartupWait:     6 * opts.NATSTimeout,
-			NATSOptions:     nopts,
-			Logger:          logger,
+			URL:          opts.Store,
+			Stream:       opts.NATSStream,
+			Subject:      opts.NATSSubject,
+			Replicas:     opts.NATSReplicas,
+			Window:       opts.Window,
+			MaxItems:     opts.MaxItems,
+			MaxBytes:     int64(opts.MaxBytes),
+			DedupeWindow: opts.DedupeWindow,
+			Manage:       opts.NATSManage,
+			Batches:      natsBatches(opts.NATSAtomic),
+			Timeout:      opts.NATSTimeout,
+			StartupWait:  6 * opts.NATSTimeout,
+			NATSOptions:  nopts,
+			Logger:       logger,
 		}
 		if opts.DedupeWindow == 0 {
 			jopts.DedupeWindow = -1
@@ -331,6 +338,17 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 		return nil, "", err
 	}
 	return st, where, nil
+}
+
+// natsBatches reads --nats-atomic-batches (checked by checkStoreFlags).
+func natsBatches(v string) jetstream.Batches {
+	switch v {
+	case "true":
+		return jetstream.BatchesAtomic
+	case "false":
+		return jetstream.BatchesEach
+	}
+	return jetstream.BatchesAuto
 }
 
 // defaultDataDir is under the user's state directory: $XDG_STATE_HOME/evtctl/node or

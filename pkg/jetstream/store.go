@@ -62,14 +62,29 @@ type Options struct {
 	NATSOptions []nats.Option // credentials, TLS, ...
 	Logger      *slog.Logger
 
-	// NoAtomicBatches stores the events of one Append one by one even when the stream
-	// takes atomic batches: faster on a single-replica stream (where the server stages each
-	// batch in files of its own), but not all-or-nothing.
-	NoAtomicBatches bool
+	// Batches chooses how the events of one Append are stored when the stream and the
+	// server take atomic batches (nats-server 2.12 or later); see Batches.
+	Batches Batches
 	// MaxBatches bounds the atomic batches this node has in flight at once (the server
 	// takes at most 50 per stream from all nodes together); default 8.
 	MaxBatches int
 }
+
+// Batches chooses how the events of one Append are stored.
+type Batches int
+
+const (
+	// BatchesAuto stores them as atomic batches on a replicated stream, where a batch is
+	// one proposal to the replicas (all-or-nothing, and measured faster than the events
+	// one by one), and event by event, pipelined, on a single-replica stream, where the
+	// server stages each atomic batch in files of its own (measured about a quarter
+	// slower).
+	BatchesAuto Batches = iota
+	// BatchesAtomic stores them as atomic batches: all or nothing.
+	BatchesAtomic
+	// BatchesEach stores them event by event, pipelined.
+	BatchesEach
+)
 
 const (
 	defaultStream       = "EVTCTL"
@@ -413,7 +428,10 @@ func (s *Store) setState(st jetstream.StreamState) {
 
 // Describe says where the log is, for people: stream, subject, servers, replicas.
 func (s *Store) Describe() string {
-	subj := "subject " + s.subject
+	subj := "subject " + s.subject + ", batches one by one"
+	if s.atomic.Load() {
+		subj = "subject " + s.subject + ", atomic batches"
+	}
 	if s.writeError() != nil {
 		subj = "read-only: a stream evtctl did not write"
 	}

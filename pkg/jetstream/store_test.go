@@ -46,7 +46,11 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 	var mu sync.Mutex
 	names := map[eventlog.Store]string{}
 	openNamed := func(t testing.TB, name string, cfg storetest.Config) eventlog.Store {
-		s := openOpts(t, jetstream.Options{URL: url, Stream: name, Replicas: replicas, NoAtomicBatches: !atomicBatches}, cfg)
+		b := jetstream.BatchesEach
+		if atomicBatches {
+			b = jetstream.BatchesAtomic
+		}
+		s := openOpts(t, jetstream.Options{URL: url, Stream: name, Replicas: replicas, Batches: b}, cfg)
 		mu.Lock()
 		names[s] = name
 		mu.Unlock()
@@ -235,6 +239,22 @@ func TestStreamLimits(t *testing.T) {
 		}
 	}
 	check(time.Hour, 1000, 1<<20, 2*time.Minute)
+	// A single-replica stream takes batches atomically when asked, else event by event.
+	for _, b := range []struct {
+		batches jetstream.Batches
+		want    string
+	}{{jetstream.BatchesAuto, "batches one by one"}, {jetstream.BatchesEach, "batches one by one"}, {jetstream.BatchesAtomic, "atomic batches"}} {
+		o := opts
+		o.Batches = b.batches
+		s, err := jetstream.Open(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s.Describe(), b.want) {
+			t.Fatalf("batches %v on one replica: %s, want %s", b.batches, s.Describe(), b.want)
+		}
+		s.Close()
+	}
 	// A dedupe window longer than the max age is cut to it; no limits become -1.
 	opts.Window, opts.MaxItems, opts.MaxBytes, opts.DedupeWindow = time.Minute, 0, 0, 10*time.Minute
 	if s, err = jetstream.Open(ctx, opts); err != nil {
@@ -372,4 +392,10 @@ func TestSuiteCluster(t *testing.T) {
 	}
 	srvs := startCluster(t)
 	runSuite(t, clusterURL(srvs), 3, true)
+	// A replicated stream takes batches atomically unless told otherwise.
+	s := openOpts(t, jetstream.Options{URL: clusterURL(srvs), Stream: "AUTO3", Replicas: 3}, storetest.Config{})
+	defer s.Close()
+	if !strings.Contains(s.Describe(), "atomic batches") {
+		t.Fatalf("R3 with automatic batches: %s", s.Describe())
+	}
 }

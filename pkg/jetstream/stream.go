@@ -151,9 +151,10 @@ func (s *Store) checkConfig(cfg jetstream.StreamConfig) error {
 		s.log.Warn("the stream's duplicates window is shorter than --dedupe-window", "stream", name, "duplicates", cfg.Duplicates)
 	}
 	canAtomic := cfg.AllowAtomicPublish && s.caps().atomic
-	s.atomic.Store(canAtomic && !s.opts.NoAtomicBatches)
-	if !canAtomic && !s.opts.NoAtomicBatches && writeErr == nil {
-		s.log.Info("the NATS JetStream stream does not take atomic batches (allow_atomic; nats-server 2.12 or later): a batch of events is stored event by event, not all-or-nothing", "stream", name)
+	want := s.opts.Batches == BatchesAtomic || s.opts.Batches == BatchesAuto && max(cfg.Replicas, 1) > 1
+	s.atomic.Store(canAtomic && want)
+	if !canAtomic && s.opts.Batches == BatchesAtomic && writeErr == nil {
+		s.log.Warn("the NATS JetStream stream does not take atomic batches (allow_atomic; nats-server 2.12 or later): a batch of events is stored event by event, not all-or-nothing", "stream", name)
 	}
 	return nil
 }
