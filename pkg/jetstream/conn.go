@@ -125,6 +125,7 @@ const (
 	errClusterNotAvail   = 10008
 	errClusterNotLeader  = 10009
 	errResources         = 10023
+	errNoMessageFound    = 10037
 	errStreamNotFound    = 10059
 	errStreamOffline     = 10118
 	errDupConflict       = 10158

@@ -365,7 +365,7 @@ func (sc *scan) up(lo, hi uint64) error {
 	grow := min(sc.limit+1, maxChunk)
 	for pos := lo; pos < hi; {
 		msgs, err := sc.s.fetchRange(sc.ctx, pos, hi-1, sc.chunk(&grow, hi-pos))
-		if err != nil {
+		if err != nil || len(msgs) == 0 {
 			return err
 		}
 		for i := range msgs {
@@ -440,6 +440,9 @@ func (sc *scan) down(lo, hi uint64) error {
 			msgs, err := sc.s.fetchRange(sc.ctx, pos, end-1, int(end-pos))
 			if err != nil {
 				return err
+			}
+			if len(msgs) == 0 {
+				break // the rest of the window was removed
 			}
 			for _, m := range msgs {
 				if m.seq < end {

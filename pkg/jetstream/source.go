@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -204,12 +205,14 @@ func (s *Store) first(ctx context.Context, seq uint64) (smsg, bool, error) {
 const lagWait = 500 * time.Millisecond
 
 // fetchRange returns up to n messages from sequence from on, in order (possibly a few
-// past to); to (>= from) is a sequence this node knows is stored, so the result is never
-// empty. A replica that does not hold to yet is asked again, for up to lagWait.
+// past to); to (>= from) is a sequence this node knows was stored. A replica that does not
+// hold to yet is asked again, for up to lagWait, unless the stream's leader says the
+// messages up to to were removed: then what there is is returned, perhaps nothing.
 func (s *Store) fetchRange(ctx context.Context, from, to uint64, n int) ([]smsg, error) {
 	n = max(n, 1)
 	wait := time.Millisecond
 	deadline := time.Now().Add(lagWait)
+	asked := false
 	for {
 		var msgs []smsg
 		var pending uint64
@@ -237,6 +240,17 @@ func (s *Store) fetchRange(ctx context.Context, from, to uint64, n int) ([]smsg,
 		}
 		if len(msgs) > 0 && !c.batchGet {
 			return msgs, nil // single gets: the caller goes on from the last
+		}
+		if !asked {
+			// Short of to: a replica behind, or messages removed. Only the leader knows.
+			asked = true
+			next, ok, err := s.leaderFirst(ctx, got+1)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || next > to {
+				return msgs, nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return nil, unavailable("the replica of stream %q answering reads holds messages up to sequence %d, not yet %d", s.opts.Stream, got, to)
@@ -415,7 +429,9 @@ func (s *Store) newReader(ctx context.Context, from uint64) (*reader, error) {
 	if err != nil {
 		return nil, s.jsErr(err)
 	}
-	return &reader{cons: cons, it: it, next: from}, nil
+	// drained: the first message is normally there at once; if it is not, the leader says
+	// whether the messages the node knows of were removed.
+	return &reader{cons: cons, it: it, next: from, drained: true}, nil
 }
 
 // peek returns the next message at or after the reader's position without taking it; nil
@@ -428,20 +444,25 @@ func (s *Store) peek(ctx context.Context, r *reader, end uint64) (*smsg, error) 
 		if r.next >= end {
 			return nil, nil
 		}
+		opt := jetstream.NextContext(ctx) // the pull consumer's heartbeats end a wait sooner when the server goes away
 		if r.drained {
-			// Nothing followed the last message when it was delivered: a message below end
-			// may have come since, or the rest of the range was removed. Ask before waiting.
-			m, ok, err := s.first(ctx, r.next)
+			// Nothing followed the last message when it was delivered. The node knows of
+			// messages up to end, which normally arrive at once; if none does, they were
+			// removed, which only the stream's leader can say for sure.
+			opt = jetstream.NextMaxWait(drainWait)
+		}
+		m, err := r.it.Next(opt)
+		if r.drained && errors.Is(err, nats.ErrTimeout) {
+			seq, ok, err := s.leaderFirst(ctx, r.next)
 			if err != nil {
 				return nil, err
 			}
-			if !ok || m.seq >= end {
+			if !ok || seq >= end {
 				return nil, nil
 			}
+			r.drained = false
+			continue
 		}
-		// ctx bounds the wait; the pull consumer's heartbeats end it sooner when the server
-		// goes away.
-		m, err := r.it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -457,6 +478,40 @@ func (s *Store) peek(ctx context.Context, r *reader, end uint64) (*smsg, error) 
 			r.q = append(r.q, sm)
 		}
 	}
+}
+
+// drainWait is how long a reader that has read all the stream held waits for a message the
+// node knows of before it asks the leader whether the message is still there.
+const drainWait = 100 * time.Millisecond
+
+// leaderFirst asks the stream's leader for the sequence of the first message at or after
+// seq. Hand-written: nats.go's GetMsg uses direct gets on a stream that allows them, which
+// any replica answers, one that may be behind; only the leader can say a message is gone.
+func (s *Store) leaderFirst(ctx context.Context, seq uint64) (uint64, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.opts.Stream, fmt.Appendf(nil, `{"seq":%d,"next_by_subj":">"}`, seq))
+	if err != nil {
+		return 0, false, s.connErr(err)
+	}
+	var resp struct {
+		Message *struct {
+			Seq uint64 `json:"seq"`
+		} `json:"message"`
+		Error *apiError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return 0, false, fmt.Errorf("NATS JetStream: a message-get reply that is not JSON: %q", m.Data)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == errNoMessageFound:
+		return 0, false, nil
+	case resp.Error != nil:
+		return 0, false, s.apiErr(resp.Error)
+	case resp.Message == nil:
+		return 0, false, fmt.Errorf("NATS JetStream: a message-get reply without a message: %q", m.Data)
+	}
+	return resp.Message.Seq, true, nil
 }
 
 // seek moves the reader to sequence lo (not before where it is).

@@ -399,3 +399,50 @@ func TestSuiteCluster(t *testing.T) {
 		t.Fatalf("R3 with automatic batches: %s", s.Describe())
 	}
 }
+
+// Readers over messages the node knows of, which were deleted before they were read,
+// answer at once that there is nothing more (the leader says so), and a reader is told of
+// the loss once a new message follows the deleted ones.
+func TestReaderAfterDeletedTail(t *testing.T) {
+	jetstream.ReadPath(t, 1)
+	srv := startServer(t, 0, "")
+	s := open(t, srv.ClientURL(), "TAILGONE", storetest.Config{}, 1)
+	defer s.Close()
+	var cs []cursor.Cursor
+	for i := range 15 {
+		cs = append(cs, appendOne(t, s, ev(i)).Cursor)
+	}
+	_, js := connect(t, srv.ClientURL())
+	str, err := js.Stream(ctx, "TAILGONE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs[10:] {
+		if err := str.DeleteMsg(ctx, c.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	p, err := s.Read(ctx, eventlog.Query{Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 10 || p.More || time.Since(start) > 2*time.Second {
+		t.Fatalf("a read to the deleted tail: %d items, more %v, %v, in %v", len(p.Items), p.More, err, time.Since(start))
+	}
+	start = time.Now()
+	p, err = s.Read(ctx, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 0 || p.More || time.Since(start) > 2*time.Second {
+		t.Fatalf("after the deleted tail: %d items, more %v, %v, in %v", len(p.Items), p.More, err, time.Since(start))
+	}
+	// The same through a new reader, on another node.
+	b := open(t, srv.ClientURL(), "TAILGONE", storetest.Config{}, 1)
+	defer b.Close()
+	start = time.Now()
+	p, err = b.Read(ctx, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 0 || p.More || time.Since(start) > 2*time.Second {
+		t.Fatalf("a new reader after the deleted tail: %d items, more %v, %v, in %v", len(p.Items), p.More, err, time.Since(start))
+	}
+	next := appendOne(t, s, ev(20)).Cursor
+	p, err = s.Read(ctx, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != next || p.Oldest != next {
+		t.Fatalf("after the deleted tail and a new message: %+v, oldest %v, %v", p.Items, p.Oldest, err)
+	}
+}

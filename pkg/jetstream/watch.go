@@ -302,6 +302,7 @@ func (s *Store) checkVersion() {
 
 // startOver follows a stream that was recreated: its sequences begin again at 1.
 func (s *Store) startOver(ctx context.Context) {
+	s.reapReaders(true) // they read the old stream
 	if err := s.loadHead(ctx); err != nil {
 		return // the next look tries again
 	}
