@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,53 @@ func TestRefusesServerBefore210(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("the refusal took %v", time.Since(start))
+	}
+}
+
+// A node whose connection is made again to a server older than 2.10 (here Debian's 2.9 on
+// the same port) refuses reads and events and fails /healthz, saying why, and serves again
+// once it is connected to a newer server.
+func TestRefusesOldServerOnReconnect(t *testing.T) {
+	old := natstest.NeedLine(t, "2.9")
+	srv := natstest.Start(t, natstest.Self(), natstest.Config{})
+	s, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "RECON", Manage: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := appendOne(t, s, ev(1)).Cursor
+
+	srv.Stop()
+	impostor := natstest.Start(t, old, natstest.Config{Port: srv.Config.Port})
+	waitUntil(t, 20*time.Second, "the node refuses the old server", func() bool {
+		err := s.Failed()
+		return err != nil && strings.Contains(err.Error(), "nats-server "+old.Version)
+	})
+	if _, err := s.Read(ctx, eventlog.Query{Max: 1}); err == nil || !strings.Contains(err.Error(), "needs nats-server 2.10 or later") {
+		t.Fatalf("a read through nats-server %s: %v", old.Version, err)
+	}
+	if _, err := s.Append(ctx, []eventlog.Entry{ev(2)}); !errors.Is(err, eventlog.ErrUnavailable) || !strings.Contains(err.Error(), "needs nats-server 2.10") {
+		t.Fatalf("an append through nats-server %s: %v", old.Version, err)
+	}
+
+	impostor.Stop()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "the node serves again", func() bool { return s.Failed() == nil })
+	p, err := s.Read(ctx, eventlog.Query{Max: 10, Ascending: true})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != first {
+		t.Fatalf("a read once back on a newer server: %+v, %v", p.Items, err)
+	}
+}
+
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/pkg/jetstream/natstest"
 )
 
 // startServer runs an in-process NATS server with JetStream on a loopback port; port 0
@@ -133,3 +135,5 @@ func streamLeader(t testing.TB, srvs []*server.Server, stream string) *server.Se
 	t.Fatalf("stream %s has no leader", stream)
 	return nil
 }
+
+func init() { natstest.ServeIfAsked() } // a test binary started as nats-server serves and exits
