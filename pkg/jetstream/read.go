@@ -70,8 +70,12 @@ func (s *Store) read(ctx context.Context, q eventlog.Query) (eventlog.Page, erro
 		}
 		hi = min(hi, b)
 		if hi <= last && sc.holes {
-			if sc.top, err = lk.at(hi); err != nil {
+			top, err := lk.at(hi)
+			if err != nil {
 				return eventlog.Page{}, err
+			}
+			if top.Seq <= last {
+				sc.top = top // a message the stream holds
 			}
 		}
 	}
@@ -411,7 +415,7 @@ func (sc *scan) upReader(r *reader, lo, hi uint64) error {
 			break
 		}
 		if len(sc.items) > n {
-			sc.since = sc.since[:0]
+			sc.since, sc.tracking = sc.since[:0], true
 		} else if sc.tracking {
 			if len(sc.since) == maxUnread {
 				sc.tracking, sc.since = false, nil
