@@ -357,7 +357,7 @@ func (sc *scan) up(lo, hi uint64) error {
 	sc.items = make([]eventlog.Item, 0, min(sc.limit, 1024))
 	sc.start = lo
 	r := sc.s.takeReader(lo)
-	if r == nil && sc.want(lo, hi) >= readerMin {
+	if r == nil && sc.want(lo, hi) >= sc.s.readerMin() {
 		var err error
 		if r, err = sc.s.newReader(sc.ctx, lo); err != nil {
 			return err
