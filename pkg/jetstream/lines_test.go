@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/evtctl/evtctl/pkg/eventlog"
 	"github.com/evtctl/evtctl/pkg/eventlog/storetest"
 	"github.com/evtctl/evtctl/pkg/jetstream"
@@ -105,6 +107,12 @@ func TestRefusesOldServerOnReconnect(t *testing.T) {
 		t.Fatalf("an append through nats-server %s: %v", old.Version, err)
 	}
 
+	// The old server was left alone: the node created no stream on it.
+	time.Sleep(1500 * time.Millisecond) // a look at the stream or two
+	_, js := connect(t, impostor.URL())
+	if _, err := js.Stream(ctx, "RECON"); !errors.Is(err, natsjs.ErrStreamNotFound) {
+		t.Fatalf("the stream on the old server: %v", err)
+	}
 	impostor.Stop()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
@@ -114,6 +122,7 @@ func TestRefusesOldServerOnReconnect(t *testing.T) {
 	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != first {
 		t.Fatalf("a read once back on a newer server: %+v, %v", p.Items, err)
 	}
+
 }
 
 func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {

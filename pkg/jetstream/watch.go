@@ -232,6 +232,9 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 	if s.recheck.Swap(false) {
 		s.checkVersion()
 	}
+	if s.refusal() != nil {
+		return // a server too old is not touched: no stream is created or followed on it
+	}
 	info, err := s.info(ctx)
 	if err != nil {
 		s.setStatus(err)
