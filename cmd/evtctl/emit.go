@@ -95,11 +95,11 @@ how many events wait; --flush DIR sends them (and what earlier runs left, which 
 also sends first). Events the receiver refuses for themselves (400, 413, 422) go to
 DIR/dead-letter.jsonl and the others are still sent; any other failure stops the run. Ids stay
 the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
-		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop --data '{"total": 12.5}'
-  evtctl emit --count 1000 --rate 200 --type org.example.test.v1 --source /load --data '{"n": {{.Seq}}}'
+		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders --data '{"total": 12.5}'
+  evtctl emit --count 1000 --rate 200 --type org.example.load.sample.generated.v1 --source https://load.example.com/ --data '{"n": {{.Seq}}}'
   evtctl emit --file events.jsonl --mode batch --batch-size 500
-  evtctl emit --to http://localhost:8080/webhook --mode structured --type t --source /s
-  evtctl emit --spool ./outbox --count 100 --type t --source /s; evtctl emit --flush ./outbox`,
+  evtctl emit --to http://localhost:8080/webhook --mode structured --type org.example.hook.test.sent.v1 --source https://ops.example.com/
+  evtctl emit --spool ./outbox --count 100 --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders; evtctl emit --flush ./outbox`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
