@@ -51,8 +51,8 @@ func TestReadmeTestCommandIsCI(t *testing.T) {
 	}
 	var ciTest []string
 	for _, line := range strings.Split(string(ci), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "go test") {
-			ciTest = append(ciTest, strings.TrimSpace(line))
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "go test") || strings.HasPrefix(l, "go tool gotestsum") {
+			ciTest = append(ciTest, l)
 		}
 	}
 	if len(ciTest) != 1 || ciTest[0] != cmds[1] {
