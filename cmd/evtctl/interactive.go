@@ -12,11 +12,11 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
-	"github.com/evtctl/evtctl/pkg/render/tui"
 )
 
 // interactiveOptions are the flags of tail and replay that open the terminal UI.

@@ -11,7 +11,7 @@ import (
 // frame of streamed events costs (at 30 frames a second, 167 events each), and what a key
 // press costs, each with the window full (5,000 events) and the screen drawn after.
 //
-//	go test -run '^$' -bench . -benchmem ./pkg/render/tui/
+//	go test -run '^$' -bench . -benchmem ./internal/tui/
 
 const benchPerFrame = 5000 / 30
 
