@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -954,22 +956,10 @@ func nodeErrorOffset(q string, err error) int {
 			j++
 		}
 		if j > i+len(key) && j < len(s) && s[j] == ':' && n <= len(q) {
-			return runeOffset(q, n)
+			return utf8.RuneCountInString(q[:n])
 		}
 	}
 	return -1
-}
-
-// runeOffset converts a byte offset into q to a rune offset.
-func runeOffset(q string, b int) int {
-	n := 0
-	for i := range q {
-		if i >= b {
-			break
-		}
-		n++
-	}
-	return n
 }
 
 func (m *Model) setFlash(s string, bad bool) { m.flash, m.flashBad = s, bad }
@@ -981,7 +971,7 @@ func (m *Model) applyFilter() tea.Cmd {
 		var se *filter.SyntaxError
 		m.promptErr, m.promptErrAt = err.Error(), -1
 		if errors.As(err, &se) {
-			m.promptErrAt = runeOffset(q, se.Offset)
+			m.promptErrAt = utf8.RuneCountInString(q[:min(se.Offset, len(q))])
 			m.input.SetCursor(m.promptErrAt)
 		}
 		return nil
@@ -1002,31 +992,9 @@ func (m *Model) applyFilter() tea.Cmd {
 }
 
 func plural(n int, what string) string {
-	s := itoa(n) + " " + what
+	s := strconv.Itoa(n) + " " + what
 	if n != 1 {
 		s += "s"
 	}
 	return s
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
