@@ -25,12 +25,12 @@ func benchModel(b *testing.B) (*Model, *fakeLog) {
 	m := New(cfg)
 	b.Cleanup(m.Close)
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m.follow = true
-	m.Update(pageMsg{gen: m.gen, epoch: m.epoch, kind: loadReset, reset: resetSpec{startFollow: true, selectLast: true},
+	m.list.follow = true
+	m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, reset: resetSpec{startFollow: true, selectLast: true},
 		evs: newEvents(f.items), page: Page{Newest: f.items[len(f.items)-1].Cursor}})
-	m.stopFollow() // the benchmark feeds the head itself
-	if m.loaded() != DefaultKeep || !m.win.newerDone {
-		b.Fatalf("%d loaded", m.loaded())
+	m.conn.stop() // the benchmark feeds the head itself
+	if m.list.loaded() != DefaultKeep || !m.list.win.newerDone {
+		b.Fatalf("%d loaded", m.list.loaded())
 	}
 	return m, f
 }
@@ -41,7 +41,7 @@ func nextBatch(m *Model, f *fakeLog, n int) feedMsg {
 	items := f.items[len(f.items)-n:]
 	f.items = f.items[len(f.items)-n:] // keep the fake's memory flat
 	evs := newEvents(items)
-	return feedMsg{followMsg{gen: m.gen, evs: evs, cursor: evs[n-1].cursor, caughtUp: true}}
+	return feedMsg{followMsg{gen: m.list.gen, evs: evs, cursor: evs[n-1].cursor, caughtUp: true}}
 }
 
 func BenchmarkStreamFrame(b *testing.B) {
@@ -54,7 +54,7 @@ func BenchmarkStreamFrame(b *testing.B) {
 		m.Update(msg)
 		_ = m.View()
 	}
-	if m.loaded() != DefaultKeep || !strings.Contains(m.View().Content, "LIVE") {
+	if m.list.loaded() != DefaultKeep || !strings.Contains(m.View().Content, "LIVE") {
 		b.Fatal("the window did not stay full and live")
 	}
 }

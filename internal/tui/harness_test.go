@@ -210,10 +210,10 @@ type namedTB struct {
 
 func (n namedTB) Name() string { return n.name }
 
-// rowsText lists the list's rows by the events' sequence numbers, "gap" for markers.
-func rowsText(m *Model) string {
+// rowsText lists a window's rows by the events' sequence numbers, "gap" for markers.
+func rowsText(w *window) string {
 	var b strings.Builder
-	for _, r := range m.win.rows {
+	for _, r := range w.rows {
 		if r.gap != nil {
 			b.WriteString("gap ")
 		} else {

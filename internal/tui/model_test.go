@@ -34,11 +34,11 @@ func TestWindow(t *testing.T) {
 		t.Errorf("an empty window pages back from before %q through %q; want through its hi", before, through)
 	}
 	// A gap before the first events would mark nothing.
-	if n := w.appendNewer(events(f, 4, 8), &client.Gap{After: "x"}, ""); n != 3 || rowsText(&Model{win: w}) != "6 7 8 " {
-		t.Errorf("appendNewer added %d: %s", n, rowsText(&Model{win: w}))
+	if n := w.appendNewer(events(f, 4, 8), &client.Gap{After: "x"}, ""); n != 3 || rowsText(&w) != "6 7 8 " {
+		t.Errorf("appendNewer added %d: %s", n, rowsText(&w))
 	}
 	w.appendNewer(events(f, 9, 10), &client.Gap{After: fakeCursor(8), Oldest: fakeCursor(9)}, "")
-	if got := rowsText(&Model{win: w}); got != "6 7 8 gap 9 a " || w.hi != fakeCursor(10) {
+	if got := rowsText(&w); got != "6 7 8 gap 9 a " || w.hi != fakeCursor(10) {
 		t.Errorf("rows %s, hi %s", got, w.hi)
 	}
 	if n := w.prependOlder(events(f, 1, 7)); n != 5 || w.firstEvent() != fakeCursor(1) {
@@ -46,14 +46,14 @@ func TestWindow(t *testing.T) {
 	}
 	w.olderDone = true
 	// Evicting up to the marker drops it too: it would stand first, marking nothing.
-	if k := w.evictTop(8); k != 9 || w.olderDone || rowsText(&Model{win: w}) != "9 a " {
-		t.Errorf("evictTop dropped %d: %s", k, rowsText(&Model{win: w}))
+	if k := w.evictTop(8); k != 9 || w.olderDone || rowsText(&w) != "9 a " {
+		t.Errorf("evictTop dropped %d: %s", k, rowsText(&w))
 	}
 	w.newerDone = true
 	w.appendNewer(events(f, 11, 14), nil, "")
 	w.evictBottom(2)
-	if w.newerDone || w.hi != fakeCursor(12) || rowsText(&Model{win: w}) != "9 a b c " {
-		t.Errorf("evictBottom: hi %s newerDone %v rows %s", w.hi, w.newerDone, rowsText(&Model{win: w}))
+	if w.newerDone || w.hi != fakeCursor(12) || rowsText(&w) != "9 a b c " {
+		t.Errorf("evictBottom: hi %s newerDone %v rows %s", w.hi, w.newerDone, rowsText(&w))
 	}
 	// A page that found nothing newer moves hi on to the log's newest item.
 	w.appendNewer(nil, nil, fakeCursor(15))
@@ -80,34 +80,34 @@ func TestPageRetries(t *testing.T) {
 	defer m.Close()
 	req := PageRequest{Limit: 50, Backward: true}
 	busy := &client.HTTPError{Status: 503, Message: "busy"}
-	_, cmd := m.Update(pageMsg{gen: m.gen, epoch: m.epoch, kind: loadReset, req: req, reset: resetSpec{startFollow: true, selectLast: true}, err: busy})
-	if d := m.conn.retryAt.Sub(clk.Now()); m.conn.kind != connRetrying || m.conn.attempt != 1 || d < time.Second/2 || d > time.Second || cmd == nil {
-		t.Fatalf("after a 503: conn %+v, cmd %v", m.conn, cmd)
+	_, cmd := m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, req: req, reset: resetSpec{startFollow: true, selectLast: true}, err: busy})
+	if d := m.conn.state.retryAt.Sub(clk.Now()); m.conn.state.kind != connRetrying || m.conn.state.attempt != 1 || d < time.Second/2 || d > time.Second || cmd == nil {
+		t.Fatalf("after a 503: conn %+v, cmd %v", m.conn.state, cmd)
 	}
 	if s := m.screen(); !strings.Contains(s, "RECONNECTING in 1s (attempt 1)") || !strings.Contains(s, "retrying: node answered 503: busy") {
 		t.Errorf("screen:\n%s", s)
 	}
 	// The retry fires: the same request again.
-	_, cmd = m.Update(refetchMsg{pageMsg{gen: m.gen, epoch: m.epoch, kind: loadReset, req: req, reset: resetSpec{startFollow: true}, attempt: 0}})
+	_, cmd = m.Update(refetchMsg{pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, req: req, reset: resetSpec{startFollow: true}, attempt: 0}})
 	msg := runCmd(cmd)
 	pm, ok := msg.(pageMsg)
 	if !ok || pm.err != nil || len(pm.evs) != 50 || pm.attempt != 1 {
 		t.Fatalf("refetch gave %T %+v", msg, msg)
 	}
 	m.Update(pm)
-	if m.conn.kind != connLive || m.loaded() != 50 || !m.started {
-		t.Errorf("after the retry: conn %v, %d loaded", m.conn.kind, m.loaded())
+	if m.conn.state.kind != connLive || m.list.loaded() != 50 || !m.list.started {
+		t.Errorf("after the retry: conn %v, %d loaded", m.conn.state.kind, m.list.loaded())
 	}
 
 	// A refusal is not retried: older pages stop, with a message.
-	_, cmd = m.Update(pageMsg{gen: m.gen, epoch: m.epoch, kind: loadOlder, err: &client.RPCError{Code: -32603, Data: "invalid cursor"}})
-	if cmd != nil && runCmd(cmd) != nil || !m.win.olderDone || !strings.Contains(m.flash, "invalid cursor") {
-		t.Errorf("after a refusal: olderDone %v flash %q", m.win.olderDone, m.flash)
+	_, cmd = m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadOlder, err: &client.RPCError{Code: -32603, Data: "invalid cursor"}})
+	if cmd != nil && runCmd(cmd) != nil || !m.list.win.olderDone || !strings.Contains(m.conn.flash, "invalid cursor") {
+		t.Errorf("after a refusal: olderDone %v flash %q", m.list.win.olderDone, m.conn.flash)
 	}
 	// Answers for an older window are dropped.
-	before := m.loaded()
-	m.Update(pageMsg{gen: m.gen, epoch: m.epoch - 1, kind: loadOlder, evs: events(f, 1, 10)})
-	if m.loaded() != before {
+	before := m.list.loaded()
+	m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch - 1, kind: loadOlder, evs: events(f, 1, 10)})
+	if m.list.loaded() != before {
 		t.Error("a stale page was applied")
 	}
 }
@@ -153,8 +153,8 @@ func TestStartupFailsForGood(t *testing.T) {
 		t.Fatalf("Init's request gave %T", probe)
 	}
 	m.Update(probe)
-	if m.Err() == nil || m.conn.kind != connFailed || !strings.Contains(m.screen(), "error: node answered 401: bad token") {
-		t.Errorf("Err %v, conn %v, screen:\n%s", m.Err(), m.conn.kind, m.screen())
+	if m.Err() == nil || m.conn.state.kind != connFailed || !strings.Contains(m.screen(), "error: node answered 401: bad token") {
+		t.Errorf("Err %v, conn %v, screen:\n%s", m.Err(), m.conn.state.kind, m.screen())
 	}
 }
 
@@ -167,10 +167,10 @@ func TestPositions(t *testing.T) {
 	m, _ := newTestModel(cfg)
 	defer m.Close()
 	cmd := m.onProbe(probeMsg{startup: true, page: Page{Oldest: fakeCursor(1), Newest: fakeCursor(50)}})
-	if m.win.hi != cursor.FromTime(cfg.From.Time, cursor.NodeWidth).String() || m.win.olderDone || m.win.newerDone || cmd == nil {
-		t.Errorf("window after the probe: %+v", m.win)
+	if m.list.win.hi != cursor.FromTime(cfg.From.Time, cursor.NodeWidth).String() || m.list.win.olderDone || m.list.win.newerDone || cmd == nil {
+		t.Errorf("window after the probe: %+v", m.list.win)
 	}
-	msg := runCmd(m.ensureLoads())
+	msg := runCmd(m.list.ensureLoads())
 	pm, ok := msg.(pageMsg)
 	if !ok || pm.kind != loadNewer || len(pm.evs) != 30 || pm.evs[0].cursor != fakeCursor(21) {
 		t.Fatalf("the first page: %+v", msg)
@@ -183,8 +183,8 @@ func TestPositions(t *testing.T) {
 	m2, _ := newTestModel(cfg)
 	defer m2.Close()
 	m2.onProbe(probeMsg{startup: true, page: Page{Oldest: fakeCursor(1), Newest: fakeCursor(50)}})
-	if m2.lower != "" || later(fakeCursor(40), m2.upper) || !later(fakeCursor(41), m2.upper) {
-		t.Errorf("range %q .. %q", m2.lower, m2.upper)
+	if m2.list.lower != "" || later(fakeCursor(40), m2.list.upper) || !later(fakeCursor(41), m2.list.upper) {
+		t.Errorf("range %q .. %q", m2.list.lower, m2.list.upper)
 	}
 }
 
@@ -245,16 +245,16 @@ func TestGiveUp(t *testing.T) {
 	defer m.Close()
 	busy := &client.HTTPError{Status: 503}
 	fail := func(attempt int) tea.Cmd {
-		_, cmd := m.Update(pageMsg{gen: m.gen, epoch: m.epoch, kind: loadReset, reset: resetSpec{startFollow: true}, err: busy, attempt: attempt})
+		_, cmd := m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, reset: resetSpec{startFollow: true}, err: busy, attempt: attempt})
 		return cmd
 	}
-	if fail(0); m.conn.kind != connRetrying {
-		t.Fatalf("first failure: conn %v", m.conn.kind)
+	if fail(0); m.conn.state.kind != connRetrying {
+		t.Fatalf("first failure: conn %v", m.conn.state.kind)
 	}
 	clk.Add(time.Second)
 	fail(1) // a second retry would end past the limit
-	if m.conn.kind != connFailed || m.Err() == nil {
-		t.Errorf("after failing past --retry-for: conn %v, Err %v", m.conn.kind, m.Err())
+	if m.conn.state.kind != connFailed || m.Err() == nil {
+		t.Errorf("after failing past --retry-for: conn %v, Err %v", m.conn.state.kind, m.Err())
 	}
 }
 
@@ -263,15 +263,15 @@ func TestProbeWhileStreamRetries(t *testing.T) {
 	clk := newClock()
 	m, _ := newTestModel(testConfig(f, clk))
 	defer m.Close()
-	m.started = true
-	m.onFeed(followRetryMsg{gen: m.gen, err: errors.New("refused"), attempt: 2, delay: 4 * time.Second})
+	m.list.started = true
+	m.onFeed(followRetryMsg{gen: m.list.gen, err: errors.New("refused"), attempt: 2, delay: 4 * time.Second})
 	m.onProbe(probeMsg{page: Page{Newest: fakeCursor(1)}})
-	if m.conn.kind != connRetrying {
+	if m.conn.state.kind != connRetrying {
 		t.Error("a probe answered while the stream still waits to retry: want RECONNECTING")
 	}
 	clk.Add(5 * time.Second)
 	m.onProbe(probeMsg{page: Page{Newest: fakeCursor(1)}})
-	if m.conn.kind != connLive {
+	if m.conn.state.kind != connLive {
 		t.Error("a probe answered once the stream's attempt was due: want LIVE")
 	}
 }
@@ -307,7 +307,7 @@ func TestFeedBatches(t *testing.T) {
 	m, _ := newTestModel(testConfig(f, newClock()))
 	defer m.Close()
 	for i := range 200 {
-		m.feed <- followMsg{gen: m.gen, cursor: fakeCursor(i)}
+		m.c.feed <- followMsg{gen: m.list.gen, cursor: fakeCursor(i)}
 	}
 	msg, ok := m.listen()().(feedMsg)
 	if !ok || len(msg) != 200 {
@@ -315,7 +315,7 @@ func TestFeedBatches(t *testing.T) {
 	}
 	// Updates are spaced a frame apart: the next one waits, taking what came meanwhile.
 	m.pace.interval = time.Hour
-	m.feed <- followMsg{gen: m.gen}
+	m.c.feed <- followMsg{gen: m.list.gen}
 	got := make(chan tea.Msg, 1)
 	go func() { got <- m.listen()() }()
 	select {

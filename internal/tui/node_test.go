@@ -224,26 +224,28 @@ func TestUIAgainstNode(t *testing.T) {
 	u.waitFor("the head page", following(25))
 	n.ingest(201, 5, "org.example.b.v1")
 	u.waitFor("the new events", func(m *Model) bool {
-		return m.loaded() == 30 && m.follow && strings.Contains(m.screen(), "org.example.b.v1")
+		return m.list.loaded() == 30 && m.list.follow && strings.Contains(m.screen(), "org.example.b.v1")
 	})
 
 	u.pressUntil("pgup", "the oldest event", func(m *Model) bool {
-		return m.win.olderDone && m.sel == 0 && len(m.win.rows) > 0 && m.win.rows[0].ev.id == "node-1"
+		return m.list.win.olderDone && m.list.sel == 0 && len(m.list.win.rows) > 0 && m.list.win.rows[0].ev.id == "node-1"
 	})
-	if !u.is(func(m *Model) bool { return len(m.win.rows) <= 60 && !m.win.newerDone }) {
+	if !u.is(func(m *Model) bool { return len(m.list.win.rows) <= 60 && !m.list.win.newerDone }) {
 		t.Error("the window is not bounded")
 	}
 	n.ingest(206, 3, "org.example.b.v1") // arrives while the window is far from the head
 	u.keys("end")
 	u.waitFor("the head again", func(m *Model) bool {
-		return m.follow && m.win.newerDone && m.sel >= 0 && m.win.rows[m.sel].ev.id == "node-208"
+		return m.list.follow && m.list.win.newerDone && m.list.sel >= 0 && m.list.win.rows[m.list.sel].ev.id == "node-208"
 	})
 
 	u.keys("/")
 	u.typeText("type = 'org.example.b.v1'")
 	u.keys("enter")
-	u.waitFor("the filtered list", func(m *Model) bool { return m.query != "" && m.loaded() == 8 && m.win.olderDone })
+	u.waitFor("the filtered list", func(m *Model) bool { return m.list.query != "" && m.list.loaded() == 8 && m.list.win.olderDone })
 	n.ingest(209, 1, "org.example.a.v1")
 	n.ingest(210, 1, "org.example.b.v1")
-	u.waitFor("the next match", func(m *Model) bool { return m.loaded() == 9 && m.win.rows[len(m.win.rows)-1].ev.id == "node-210" })
+	u.waitFor("the next match", func(m *Model) bool {
+		return m.list.loaded() == 9 && m.list.win.rows[len(m.list.win.rows)-1].ev.id == "node-210"
+	})
 }

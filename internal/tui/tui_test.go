@@ -22,7 +22,7 @@ func newClock() *clock { return &clock{t: fakeBase.Add(time.Minute)} }
 // following reports whether the UI shows n events, the newest selected, attached to the head.
 func following(n int) func(*Model) bool {
 	return func(m *Model) bool {
-		return m.started && m.loaded() == n && m.win.newerDone && m.follow && m.sel == len(m.win.rows)-1
+		return m.list.started && m.list.loaded() == n && m.list.win.newerDone && m.list.follow && m.list.sel == len(m.list.win.rows)-1
 	}
 }
 
@@ -50,9 +50,9 @@ func TestPauseResume(t *testing.T) {
 	u.waitFor("10 events", following(10))
 
 	u.keys("space")
-	u.waitFor("paused", func(m *Model) bool { return m.paused })
+	u.waitFor("paused", func(m *Model) bool { return m.list.paused })
 	f.add(5, "")
-	s := u.waitFor("5 events waiting", func(m *Model) bool { return m.waiting == 5 })
+	s := u.waitFor("5 events waiting", func(m *Model) bool { return m.list.waiting == 5 })
 	u.golden("paused", s)
 	if !strings.Contains(s, "PAUSED · 5 new events") || strings.Contains(s, "0000000b") {
 		t.Errorf("paused: want the count and no new event in the list:\n%s", s)
@@ -74,12 +74,12 @@ func TestPauseOverflowRefetches(t *testing.T) {
 	u := startUI(t, cfg)
 	u.waitFor("10 events", following(10))
 	u.keys("space")
-	u.waitFor("paused", func(m *Model) bool { return m.paused })
+	u.waitFor("paused", func(m *Model) bool { return m.list.paused })
 	f.add(60, "") // more than the window holds: dropped while paused
-	u.waitFor("detached", func(m *Model) bool { return m.waiting == 60 && !m.win.newerDone && len(m.pending) == 0 })
+	u.waitFor("detached", func(m *Model) bool { return m.list.waiting == 60 && !m.list.win.newerDone && len(m.list.pending) == 0 })
 	u.keys("space")
 	u.waitFor("the head again", func(m *Model) bool {
-		return !m.paused && m.win.newerDone && m.follow && m.win.lastEvent() == fakeCursor(70) && len(m.win.rows) <= 40
+		return !m.list.paused && m.list.win.newerDone && m.list.follow && m.list.win.lastEvent() == fakeCursor(70) && len(m.list.win.rows) <= 40
 	})
 }
 
@@ -89,7 +89,7 @@ func TestDetailPane(t *testing.T) {
 	u := startUI(t, testConfig(f, newClock()))
 	u.waitFor("12 events", following(12))
 	u.keys("up", "up")
-	s := u.waitFor("the 10th selected", func(m *Model) bool { return m.sel == 9 && !m.follow })
+	s := u.waitFor("the 10th selected", func(m *Model) bool { return m.list.sel == 9 && !m.list.follow })
 	u.golden("selected", s)
 	for _, want := range []string{`"type": "org.example.shop.order.placed.v1",`, `"n": 10,`} {
 		if !strings.Contains(s, want) {
@@ -97,7 +97,7 @@ func TestDetailPane(t *testing.T) {
 		}
 	}
 	u.keys("tab", "down", "down", "down", "down", "down", "down", "down", "down", "down")
-	s = u.waitFor("scrolled", func(m *Model) bool { return m.focusDetail && m.detailOff == 8 })
+	s = u.waitFor("scrolled", func(m *Model) bool { return m.detail.focus && m.detail.off == 8 })
 	u.golden("scrolled", s)
 	for _, want := range []string{`"gift": false,`, `"note": null`, `        "qty": 1`} {
 		if !strings.Contains(s, want) {
@@ -105,12 +105,12 @@ func TestDetailPane(t *testing.T) {
 		}
 	}
 	u.keys("enter")
-	u.golden("zoomed", u.waitFor("zoomed", func(m *Model) bool { return m.zoom }))
+	u.golden("zoomed", u.waitFor("zoomed", func(m *Model) bool { return m.detail.zoom }))
 	u.keys("esc", "esc")
-	u.waitFor("back to the list", func(m *Model) bool { return !m.zoom && !m.focusDetail })
+	u.waitFor("back to the list", func(m *Model) bool { return !m.detail.zoom && !m.detail.focus })
 	// New events do not move a selection the user made.
 	f.add(2, "")
-	u.waitFor("14 events", func(m *Model) bool { return m.loaded() == 14 && m.sel == 9 && !m.follow })
+	u.waitFor("14 events", func(m *Model) bool { return m.list.loaded() == 14 && m.list.sel == 9 && !m.list.follow })
 	u.keys("end")
 	u.waitFor("following again", following(14))
 }
@@ -124,14 +124,17 @@ func TestScrollBackFetchesOlderPages(t *testing.T) {
 	u.waitFor("the newest page", following(40))
 	release := f.holdPages()
 	u.keys("pgup", "pgup", "pgup", "pgup")
-	s := u.waitFor("loading older events", func(m *Model) bool { return m.loadingOlder && m.off == 0 && m.sel == 0 })
+	s := u.waitFor("loading older events", func(m *Model) bool { return m.list.loadingOlder && m.list.off == 0 && m.list.sel == 0 })
 	u.golden("loading", s)
 	release()
-	s = u.waitFor("an older page", func(m *Model) bool { return m.loaded() == 80 && !m.loadingOlder })
+	s = u.waitFor("an older page", func(m *Model) bool { return m.list.loaded() == 80 && !m.list.loadingOlder })
 	u.golden("older", s)
 	// Pages move 12 rows (the list's 13, less one). The fourth went 9 rows past the top
 	// while the page was on its way, and moved on by those once it arrived.
-	if !u.is(func(m *Model) bool { r, ok := m.selected(); return ok && r.ev != nil && r.ev.cursor == fakeCursor(252) }) {
+	if !u.is(func(m *Model) bool {
+		r, ok := m.list.selected()
+		return ok && r.ev != nil && r.ev.cursor == fakeCursor(252)
+	}) {
 		t.Errorf("want the event 9 above %s selected", fakeCursor(261))
 	}
 	var back *PageRequest
@@ -146,23 +149,23 @@ func TestScrollBackFetchesOlderPages(t *testing.T) {
 
 	// Far back: memory stays bounded and the newest events are let go...
 	u.pressUntil("pgup", "the oldest event", func(m *Model) bool {
-		return m.win.olderDone && m.win.firstEvent() == fakeCursor(1) && !m.loadingOlder && m.sel == 0 && m.off == 0
+		return m.list.win.olderDone && m.list.win.firstEvent() == fakeCursor(1) && !m.list.loadingOlder && m.list.sel == 0 && m.list.off == 0
 	})
 	u.golden("oldest", u.screen())
 	if !u.is(func(m *Model) bool {
-		return len(m.win.rows) <= 100 && !m.win.newerDone && m.win.lastEvent() < fakeCursor(150)
+		return len(m.list.win.rows) <= 100 && !m.list.win.newerDone && m.list.win.lastEvent() < fakeCursor(150)
 	}) {
 		t.Error("the window holds more than 100 events, or the newest ones")
 	}
 	// ...and fetched again, forward, when scrolled back to.
-	u.pressUntil("pgdown", "newer pages again", func(m *Model) bool { return m.win.lastEvent() > fakeCursor(250) })
+	u.pressUntil("pgdown", "newer pages again", func(m *Model) bool { return m.list.win.lastEvent() > fakeCursor(250) })
 	u.keys("end")
 	// How many events are loaded at the head depends on whether a forward page was still
 	// loading when end was pressed; where the view is does not.
 	u.waitFor("the head", func(m *Model) bool {
-		return m.win.newerDone && m.follow && m.sel == len(m.win.rows)-1 && m.win.lastEvent() == fakeCursor(300)
+		return m.list.win.newerDone && m.list.follow && m.list.sel == len(m.list.win.rows)-1 && m.list.win.lastEvent() == fakeCursor(300)
 	})
-	u.waitFor("bounded", func(m *Model) bool { return len(m.win.rows) <= 100 })
+	u.waitFor("bounded", func(m *Model) bool { return len(m.list.win.rows) <= 100 })
 }
 
 func TestGapMarker(t *testing.T) {
@@ -176,14 +179,14 @@ func TestGapMarker(t *testing.T) {
 	f.prune(10)
 	f.setHold(false)
 	s := u.waitFor("a gap marker", func(m *Model) bool {
-		return strings.Contains(rowsText(m), "8 gap b ") && m.loaded() == 12
+		return strings.Contains(rowsText(&m.list.win), "8 gap b ") && m.list.loaded() == 12
 	})
 	u.golden("gap", s)
 	if !strings.Contains(s, "events lost between "+fakeCursor(8)+" and "+fakeCursor(11)) {
 		t.Errorf("the marker does not name both cursors:\n%s", s)
 	}
 	u.keys("up", "up", "up", "up")
-	u.golden("gap-selected", u.waitFor("the gap selected", func(m *Model) bool { r, ok := m.selected(); return ok && r.gap != nil }))
+	u.golden("gap-selected", u.waitFor("the gap selected", func(m *Model) bool { r, ok := m.list.selected(); return ok && r.gap != nil }))
 }
 
 func TestFilterEdit(t *testing.T) {
@@ -196,10 +199,10 @@ func TestFilterEdit(t *testing.T) {
 	u.keys("/")
 	u.typeText("type = 'org.example.shop.order.shipped.v1' AND data.n >")
 	u.keys("enter")
-	s := u.waitFor("a syntax error", func(m *Model) bool { return m.promptErr != "" })
+	s := u.waitFor("a syntax error", func(m *Model) bool { return m.prompt.err != "" })
 	u.golden("syntax-error", s)
-	if !strings.Contains(s, "offset 55:") || u.m.query != "" {
-		t.Errorf("want the parser's error and the old query in force (got %q):\n%s", u.m.query, s)
+	if !strings.Contains(s, "offset 55:") || u.m.list.query != "" {
+		t.Errorf("want the parser's error and the old query in force (got %q):\n%s", u.m.list.query, s)
 	}
 	// The caret points at the offset: under the end of the text, after the prompt.
 	lines := strings.Split(s, "\n")
@@ -213,19 +216,19 @@ func TestFilterEdit(t *testing.T) {
 	}
 	// Events keep coming under the old query meanwhile.
 	f.add(1, "")
-	u.waitFor("26 events", func(m *Model) bool { return m.loaded() == 26 })
+	u.waitFor("26 events", func(m *Model) bool { return m.list.loaded() == 26 })
 
 	u.typeText(" 22")
 	u.keys("enter")
 	s = u.waitFor("the new query", func(m *Model) bool {
-		return m.query == "type = 'org.example.shop.order.shipped.v1' AND data.n > 22" && m.loaded() == 3 && m.prompt == promptNone
+		return m.list.query == "type = 'org.example.shop.order.shipped.v1' AND data.n > 22" && m.list.loaded() == 3 && m.prompt.kind == promptNone
 	})
 	u.golden("applied", s)
 	// The stream follows the new query.
 	f.add(2, "org.example.shop.order.shipped.v1")
 	f.add(2, "")
 	u.waitFor("5 events", following(5))
-	if n := len(f.follows); n != 2 || f.follows[1].Query != u.m.query || f.follows[1].After != fakeCursor(26) {
+	if n := len(f.follows); n != 2 || f.follows[1].Query != u.m.list.query || f.follows[1].After != fakeCursor(26) {
 		t.Errorf("following after the edit: %+v", f.follows)
 	}
 }
@@ -245,9 +248,9 @@ func TestFilterRefusedByNode(t *testing.T) {
 	u.keys("/")
 	u.typeText("data.n > 1")
 	u.keys("enter")
-	s := u.waitFor("the node's refusal", func(m *Model) bool { return strings.Contains(m.promptErr, "refused") })
-	if u.m.query != "" || !strings.Contains(s, "the node refused the query: invalid filter query: offset 5") || u.m.promptErrAt != 5 {
-		t.Errorf("query %q, error at %d:\n%s", u.m.query, u.m.promptErrAt, s)
+	s := u.waitFor("the node's refusal", func(m *Model) bool { return strings.Contains(m.prompt.err, "refused") })
+	if u.m.list.query != "" || !strings.Contains(s, "the node refused the query: invalid filter query: offset 5") || u.m.prompt.errAt != 5 {
+		t.Errorf("query %q, error at %d:\n%s", u.m.list.query, u.m.prompt.errAt, s)
 	}
 }
 
@@ -258,7 +261,7 @@ func TestReconnect(t *testing.T) {
 	u := startUI(t, testConfig(f, clk))
 	u.waitFor("6 events", following(6))
 	f.setDown(errors.New("cannot reach the node: dial tcp 127.0.0.1:7480: connect: connection refused"))
-	s := u.waitFor("reconnecting", func(m *Model) bool { return m.conn.kind == connRetrying })
+	s := u.waitFor("reconnecting", func(m *Model) bool { return m.conn.state.kind == connRetrying })
 	u.golden("reconnecting", s)
 	if !strings.Contains(s, "RECONNECTING in 3s (attempt 1)") {
 		t.Errorf("want a countdown:\n%s", s)
@@ -269,7 +272,7 @@ func TestReconnect(t *testing.T) {
 	}
 	f.setDown(nil)
 	f.add(1, "")
-	s = u.waitFor("live again", func(m *Model) bool { return m.conn.kind == connLive && m.loaded() == 7 })
+	s = u.waitFor("live again", func(m *Model) bool { return m.conn.state.kind == connLive && m.list.loaded() == 7 })
 	u.golden("reconnected", s)
 }
 
@@ -289,7 +292,7 @@ func TestHelpAndResize(t *testing.T) {
 	u.keys("x")
 	u.waitFor("help closed", func(m *Model) bool { return !m.help })
 	u.tm.Send(tea.WindowSizeMsg{Width: 64, Height: 16})
-	s = u.waitFor("resized", func(m *Model) bool { return m.width == 64 })
+	s = u.waitFor("resized", func(m *Model) bool { return m.c.width == 64 })
 	u.golden("narrow", s)
 	for i, l := range strings.Split(s, "\n") {
 		if w := len([]rune(l)); w > 64 {
@@ -309,13 +312,15 @@ func TestReplayRange(t *testing.T) {
 	cfg.From = client.Position{Cursor: fakeCursor(10)}
 	cfg.To = client.Position{Cursor: fakeCursor(100)}
 	u := startUI(t, cfg)
-	s := u.waitFor("the range's start", func(m *Model) bool { return m.loaded() == 50 && m.sel == 0 })
+	s := u.waitFor("the range's start", func(m *Model) bool { return m.list.loaded() == 50 && m.list.sel == 0 })
 	u.golden("start", s)
-	if u.m.win.firstEvent() != fakeCursor(11) {
-		t.Errorf("first event %s, want %s (--from is exclusive)", u.m.win.firstEvent(), fakeCursor(11))
+	if u.m.list.win.firstEvent() != fakeCursor(11) {
+		t.Errorf("first event %s, want %s (--from is exclusive)", u.m.list.win.firstEvent(), fakeCursor(11))
 	}
 	u.keys("end")
-	s = u.waitFor("the range's end", func(m *Model) bool { return m.win.lastEvent() == fakeCursor(100) && m.sel == len(m.win.rows)-1 })
+	s = u.waitFor("the range's end", func(m *Model) bool {
+		return m.list.win.lastEvent() == fakeCursor(100) && m.list.sel == len(m.list.win.rows)-1
+	})
 	u.golden("end", s)
 	f.add(5, "")
 	u.keys("space", "pgdown")
@@ -335,9 +340,9 @@ func TestWriteAndCopy(t *testing.T) {
 	u.waitFor("7 events", following(7))
 
 	u.keys("w")
-	u.golden("write-prompt", u.waitFor("the prompt", func(m *Model) bool { return m.prompt == promptWrite }))
+	u.golden("write-prompt", u.waitFor("the prompt", func(m *Model) bool { return m.prompt.kind == promptWrite }))
 	u.keys("enter")
-	u.waitFor("written", func(m *Model) bool { return strings.HasPrefix(m.flash, "wrote 7 events") })
+	u.waitFor("written", func(m *Model) bool { return strings.HasPrefix(m.conn.flash, "wrote 7 events") })
 	b, err := os.ReadFile(filepath.Join(dir, "events-20261122-100100.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -348,25 +353,25 @@ func TestWriteAndCopy(t *testing.T) {
 	}
 	// The same name again: refused, and the prompt stays for another.
 	u.keys("w", "enter")
-	s := u.waitFor("refused", func(m *Model) bool { return strings.Contains(m.promptErr, "already exists") })
+	s := u.waitFor("refused", func(m *Model) bool { return strings.Contains(m.prompt.err, "already exists") })
 	if !strings.Contains(s, "already exists; give another name") {
 		t.Errorf("no refusal:\n%s", s)
 	}
 	u.keys("esc", "up", "W", "ctrl+u")
 	u.typeText("one.jsonl")
 	u.keys("enter")
-	u.waitFor("written", func(m *Model) bool { return strings.HasPrefix(m.flash, "wrote 1 event to one.jsonl") })
+	u.waitFor("written", func(m *Model) bool { return strings.HasPrefix(m.conn.flash, "wrote 1 event to one.jsonl") })
 	if b, err := os.ReadFile(filepath.Join(dir, "one.jsonl")); err != nil || string(b) != string(f.items[5].Raw)+"\n" {
 		t.Errorf("one.jsonl: %q, %v", b, err)
 	}
 
 	u.keys("C")
-	u.waitFor("copied", func(m *Model) bool { return strings.HasPrefix(m.flash, "copied the cursor") })
+	u.waitFor("copied", func(m *Model) bool { return strings.HasPrefix(m.conn.flash, "copied the cursor") })
 	if want := "\x1b]52;c;" + base64.StdEncoding.EncodeToString([]byte(fakeCursor(6))) + "\x07"; clip.String() != want {
 		t.Errorf("clipboard got %q, want %q", clip.String(), want)
 	}
 	u.keys("c")
-	u.waitFor("copied", func(m *Model) bool { return strings.HasPrefix(m.flash, "copied the event") })
+	u.waitFor("copied", func(m *Model) bool { return strings.HasPrefix(m.conn.flash, "copied the event") })
 	seqs := strings.Split(clip.String(), "\x07")
 	payload, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(seqs[1], "\x1b]52;c;"))
 	if string(payload) != string(f.items[5].Data) {
@@ -396,22 +401,24 @@ func TestFollowFromPosition(t *testing.T) {
 	u := startUI(t, cfg)
 	// It opens after the cursor, that event selected, with older ones above it.
 	u.waitFor("the position", func(m *Model) bool {
-		r, ok := m.selected()
-		return ok && r.ev.cursor == fakeCursor(101) && m.win.firstEvent() == fakeCursor(51) && !m.follow
+		r, ok := m.list.selected()
+		return ok && r.ev.cursor == fakeCursor(101) && m.list.win.firstEvent() == fakeCursor(51) && !m.list.follow
 	})
 	// New events wait below until the list is scrolled down to them.
 	f.add(2, "")
-	u.pressUntil("pgdown", "the head", func(m *Model) bool { return m.win.newerDone && m.win.lastEvent() == fakeCursor(302) })
+	u.pressUntil("pgdown", "the head", func(m *Model) bool { return m.list.win.newerDone && m.list.win.lastEvent() == fakeCursor(302) })
 	u.keys("end")
-	u.waitFor("following", func(m *Model) bool { return m.follow && m.win.lastEvent() == fakeCursor(302) })
+	u.waitFor("following", func(m *Model) bool { return m.list.follow && m.list.win.lastEvent() == fakeCursor(302) })
 	f.add(1, "")
-	u.waitFor("followed", func(m *Model) bool { return m.follow && m.win.lastEvent() == fakeCursor(303) && len(m.win.rows) <= 200 })
+	u.waitFor("followed", func(m *Model) bool {
+		return m.list.follow && m.list.win.lastEvent() == fakeCursor(303) && len(m.list.win.rows) <= 200
+	})
 }
 
 func TestEmptyLogWaits(t *testing.T) {
 	f := newFakeLog()
 	u := startUI(t, testConfig(f, newClock()))
-	s := u.waitFor("an empty list", func(m *Model) bool { return m.started && m.win.newerDone })
+	s := u.waitFor("an empty list", func(m *Model) bool { return m.list.started && m.list.win.newerDone })
 	if !strings.Contains(s, "no events match; waiting for new ones") {
 		t.Errorf("screen:\n%s", s)
 	}
@@ -429,9 +436,11 @@ func TestReplayReverse(t *testing.T) {
 	cfg.Follow, cfg.Reverse = false, true
 	u := startUI(t, cfg)
 	u.waitFor("the newest end", func(m *Model) bool {
-		return m.win.lastEvent() == fakeCursor(120) && m.sel == len(m.win.rows)-1 && m.loaded() == 50
+		return m.list.win.lastEvent() == fakeCursor(120) && m.list.sel == len(m.list.win.rows)-1 && m.list.loaded() == 50
 	})
-	u.pressUntil("pgup", "the start", func(m *Model) bool { return m.win.olderDone && m.sel == 0 && m.win.firstEvent() == fakeCursor(1) })
+	u.pressUntil("pgup", "the start", func(m *Model) bool {
+		return m.list.win.olderDone && m.list.sel == 0 && m.list.win.firstEvent() == fakeCursor(1)
+	})
 	if s := u.screen(); !strings.Contains(s, "· start of the range ·") {
 		t.Errorf("screen:\n%s", s)
 	}
