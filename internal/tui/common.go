@@ -5,6 +5,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/evtctl/evtctl/pkg/client"
 )
@@ -24,14 +25,15 @@ type common struct {
 	work   *tracker           // background work, for Close to wait on
 	feed   chan any           // from the stream that follows the head: batches, retries, the end
 
-	width, height int // the screen's
+	width, height int   // the screen's
+	cells         cells // how the screen measures text
 }
 
 func newCommon(cfg Config) *common {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &common{
 		cfg: cfg, src: cfg.Source, keys: defaultKeys(), st: newStyles(!cfg.NoColor), now: cfg.Now,
-		ctx: ctx, cancel: cancel, work: &tracker{}, feed: make(chan any, 256),
+		ctx: ctx, cancel: cancel, work: &tracker{}, feed: make(chan any, 256), cells: cells(ansi.WcWidth),
 	}
 }
 

@@ -24,6 +24,7 @@ type detailModel struct {
 type detailCache struct {
 	r     row
 	width int
+	cells cells
 	lines []string
 }
 
@@ -84,7 +85,7 @@ func (d *detailModel) lines(r row, ok bool) []string {
 	}
 	width := d.c.width
 	c := &d.cache
-	if c.width == width && c.r == r && c.lines != nil {
+	if c.width == width && c.cells == d.c.cells && c.r == r && c.lines != nil {
 		return c.lines
 	}
 	var jl []jline
@@ -105,7 +106,7 @@ func (d *detailModel) lines(r row, ok bool) []string {
 	} else {
 		jl = formatJSON(r.ev.data)
 	}
-	*c = detailCache{r: r, width: width, lines: fitLines(jl, width-1, d.c.st.json)}
+	*c = detailCache{r: r, width: width, cells: d.c.cells, lines: fitLines(jl, width-1, d.c.st.json, d.c.cells)}
 	return c.lines
 }
 
@@ -150,10 +151,10 @@ func (d *detailModel) rule(r row, ok bool, h int) string {
 		right = " [detail]" + right
 	}
 	left := "── " + title + " "
-	fill := width - screenWidth(left) - screenWidth(right) - 2
+	fill := width - d.c.cells.screen(left) - d.c.cells.screen(right) - 2
 	if fill < 1 {
-		left = trunc(left, max(width-screenWidth(right)-3, 4))
-		fill = max(width-screenWidth(left)-screenWidth(right)-2, 1)
+		left = d.c.cells.trunc(left, max(width-d.c.cells.screen(right)-3, 4))
+		fill = max(width-d.c.cells.screen(left)-d.c.cells.screen(right)-2, 1)
 	}
 	return st.rule.Render("── ") + st.ruleTitle.Render(strings.TrimPrefix(left, "── ")) +
 		st.rule.Render(strings.Repeat("─", fill)) + st.rule.Render(right+"──")

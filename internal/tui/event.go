@@ -5,7 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mattn/go-runewidth"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -23,9 +23,14 @@ type event struct {
 
 	// Shown in the list, cleaned for the terminal; "" when absent.
 	typ, source, subject, id string
-	widths                   [3]int    // display widths of typ, source and subject
+	widths                   [3]int    // display widths of typ, source and subject, by wishCells
 	time                     time.Time // the CloudEvent's time, else the cursor's
 }
+
+// wishCells measures what the list's columns would like to be: by code point, as the
+// screen is measured until the terminal says otherwise. What is drawn is cut and padded by
+// the screen's own measure.
+const wishCells = cells(ansi.WcWidth)
 
 // newEvent copies an item into an event.
 func newEvent(it client.Item) *event {
@@ -70,7 +75,7 @@ func newEvent(it client.Item) *event {
 		ev.typ, ev.source, ev.subject, ev.id = it.Event, "", "", ""
 	}
 	ev.typ, ev.source, ev.subject, ev.id = clean(ev.typ), clean(ev.source), clean(ev.subject), clean(ev.id)
-	ev.widths = [3]int{textWidth(ev.typ), textWidth(ev.source), textWidth(ev.subject)}
+	ev.widths = [3]int{wishCells.width(ev.typ), wishCells.width(ev.source), wishCells.width(ev.subject)}
 	if t, err := time.Parse(time.RFC3339Nano, tm); err == nil {
 		ev.time = t
 	} else if c, err := cursor.Parse(it.Cursor); err == nil && !c.IsZero() {
@@ -146,21 +151,4 @@ func clean(s string) string {
 		b.WriteRune(r) // RuneError stays U+FFFD
 	}
 	return b.String()
-}
-
-// textWidth is the number of terminal columns clean text takes. ASCII, the usual case, is
-// counted without Unicode's tables, which cost far more.
-func textWidth(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		if s[i] < utf8.RuneSelf {
-			n++
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		n += runewidth.RuneWidth(r)
-		i += size
-	}
-	return n
 }

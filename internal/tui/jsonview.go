@@ -2,9 +2,7 @@ package tui
 
 import (
 	"strings"
-	"unicode/utf8"
 
-	"github.com/mattn/go-runewidth"
 	"github.com/tidwall/gjson"
 )
 
@@ -103,9 +101,9 @@ func (f *jsonFormatter) value(v gjson.Result, indent int, lead []span, trail str
 	}
 }
 
-// fitLines renders jlines at a width, wrapping long lines (continuations are indented one
-// level further), each piece styled by its class.
-func fitLines(lines []jline, width int, style func(tokClass, string) string) []string {
+// fitLines renders jlines at a width measured by cs, wrapping long lines (continuations
+// are indented one level further), each piece styled by its class.
+func fitLines(lines []jline, width int, style func(tokClass, string) string, cs cells) []string {
 	if width < 8 {
 		width = 8
 	}
@@ -127,9 +125,9 @@ func fitLines(lines []jline, width int, style func(tokClass, string) string) []s
 					b.WriteString(strings.Repeat(" ", ind2))
 					col, room = ind2, width-ind2
 				}
-				head, w := cutWidth(text, room)
-				if head == "" { // a wide rune that does not fit: force it on
-					head, w = cutFirst(text)
+				head, w := cs.cut(text, room)
+				if head == "" { // a wide character that does not fit: force it on
+					head, w = cs.first(text)
 				}
 				b.WriteString(style(sp.class, head))
 				col += w
@@ -139,34 +137,4 @@ func fitLines(lines []jline, width int, style func(tokClass, string) string) []s
 		out = append(out, b.String())
 	}
 	return out
-}
-
-// cutWidth returns the longest prefix of s at most w columns wide, and its width.
-func cutWidth(s string, w int) (string, int) {
-	ascii := true
-	for i := 0; i < len(s) && i <= w; i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		n := min(len(s), w)
-		return s[:n], n
-	}
-	col := 0
-	for i, r := range s {
-		rw := runewidth.RuneWidth(r)
-		if col+rw > w {
-			return s[:i], col
-		}
-		col += rw
-	}
-	return s, col
-}
-
-// cutFirst returns the first rune of s and its width.
-func cutFirst(s string) (string, int) {
-	r, n := utf8.DecodeRuneInString(s)
-	return s[:n], runewidth.RuneWidth(r)
 }

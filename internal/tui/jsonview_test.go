@@ -6,7 +6,7 @@ import (
 )
 
 func plainLines(doc string, width int) string {
-	return strings.Join(fitLines(formatJSON([]byte(doc)), width, func(_ tokClass, s string) string { return s }), "\n")
+	return strings.Join(fitLines(formatJSON([]byte(doc)), width, func(_ tokClass, s string) string { return s }, wishCells), "\n")
 }
 
 func TestFormatJSON(t *testing.T) {

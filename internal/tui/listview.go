@@ -67,15 +67,15 @@ func (l *listModel) header() string {
 	c := l.columns()
 	var b strings.Builder
 	b.WriteString(strings.Repeat(" ", gutter))
-	b.WriteString(fit("TIME", timeWidth))
-	b.WriteString(" " + fit("TYPE", c.typ))
+	b.WriteString(l.c.cells.fit("TIME", timeWidth))
+	b.WriteString(" " + l.c.cells.fit("TYPE", c.typ))
 	if c.source > 0 {
-		b.WriteString(" " + fit("SOURCE", c.source))
+		b.WriteString(" " + l.c.cells.fit("SOURCE", c.source))
 	}
 	if c.subject > 0 {
-		b.WriteString(" " + fit("SUBJECT", c.subject))
+		b.WriteString(" " + l.c.cells.fit("SUBJECT", c.subject))
 	}
-	b.WriteString(" " + fit("ID", idWidth))
+	b.WriteString(" " + l.c.cells.fit("ID", idWidth))
 	return l.c.st.header.Render(strings.TrimRight(b.String(), " "))
 }
 
@@ -149,9 +149,9 @@ func (l *listModel) rowLine(i int) string {
 		mark = "▶ "
 	}
 	if r.gap != nil {
-		text := trunc(mark+"⚠ "+gapText(r.gap.After, r.gap.Oldest), width)
+		text := l.c.cells.trunc(mark+"⚠ "+gapText(r.gap.After, r.gap.Oldest), width)
 		if sel {
-			return st.selected.Render(padTo(text, width))
+			return st.selected.Render(l.c.cells.pad(text, width))
 		}
 		return st.gap.Render(text)
 	}
@@ -170,7 +170,7 @@ func (l *listModel) rowLine(i int) string {
 		{dash(ev.typ), c.typ, st.typ.Render},
 		{dash(ev.source), c.source, st.source.Render},
 		{dash(ev.subject), c.subject, st.subject.Render},
-		{shortID(dash(ev.id)), idWidth, st.id.Render},
+		{l.c.cells.shortID(dash(ev.id)), idWidth, st.id.Render},
 	}
 	var b strings.Builder
 	if sel {
@@ -182,9 +182,9 @@ func (l *listModel) rowLine(i int) string {
 			if i > 0 {
 				b.WriteByte(' ')
 			}
-			b.WriteString(fit(cell.text, cell.width))
+			b.WriteString(l.c.cells.fit(cell.text, cell.width))
 		}
-		return st.selected.Render(padTo(b.String(), width))
+		return st.selected.Render(l.c.cells.pad(b.String(), width))
 	}
 	b.WriteString(mark)
 	for i, cell := range cells {
@@ -195,17 +195,17 @@ func (l *listModel) rowLine(i int) string {
 			b.WriteByte(' ')
 		}
 		if i == len(cells)-1 {
-			b.WriteString(cell.style(shortID(cell.text)))
+			b.WriteString(cell.style(l.c.cells.shortID(cell.text)))
 		} else {
-			b.WriteString(cell.style(fit(cell.text, cell.width)))
+			b.WriteString(cell.style(l.c.cells.fit(cell.text, cell.width)))
 		}
 	}
 	return b.String()
 }
 
 // shortID is the start of an id, as a short hash is of a commit's.
-func shortID(id string) string {
-	head, _ := cutWidth(id, idWidth)
+func (c cells) shortID(id string) string {
+	head, _ := c.cut(id, idWidth)
 	return head
 }
 

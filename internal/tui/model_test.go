@@ -291,12 +291,15 @@ func TestColours(t *testing.T) {
 
 func TestScreenWidth(t *testing.T) {
 	st := newStyles(true)
-	for _, s := range []string{
-		"", "plain text", st.time.Render("10:00") + " " + st.selected.Render("x"),
-		"▶ marked", "wide 日本", st.typ.Render("é"), "\x1b[1;33", "tab\there", "\x1b]8;;u\x07link\x1b]8;;\x07",
-	} {
-		if got, want := screenWidth(s), ansi.StringWidth(s); got != want {
-			t.Errorf("screenWidth(%q) = %d, want %d", s, got, want)
+	for _, c := range []cells{cells(ansi.WcWidth), cells(ansi.GraphemeWidth)} {
+		for _, s := range []string{
+			"", "plain text", st.time.Render("10:00") + " " + st.selected.Render("x"),
+			"▶ marked", "wide 日本", st.typ.Render("é"), "\x1b[1;33", "tab\there", "\x1b]8;;u\x07link\x1b]8;;\x07",
+			"heart ❤️", st.typ.Render("👨‍👩‍👧"),
+		} {
+			if got, want := c.screen(s), ansi.Method(c).StringWidth(s); got != want {
+				t.Errorf("method %d: screen(%q) = %d, want %d", c, s, got, want)
+			}
 		}
 	}
 }

@@ -166,7 +166,7 @@ func (p *promptModel) view(writing int) []string {
 	if p.kind == promptWrite {
 		label = "write " + plural(writing, "event") + " to › "
 	}
-	in, caretCol := p.inputView(width - screenWidth(label))
+	in, caretCol := p.inputView(width - p.c.cells.screen(label))
 	line := st.prompt.Render(label) + in
 	if p.applying != 0 {
 		line += st.loading.Render("  applying on the node…")
@@ -174,13 +174,13 @@ func (p *promptModel) view(writing int) []string {
 	out = append(out, line)
 	if p.err != "" {
 		if p.errAt >= 0 && caretCol >= 0 {
-			out = append(out, strings.Repeat(" ", screenWidth(label)+caretCol)+st.caret.Render("^"))
+			out = append(out, strings.Repeat(" ", p.c.cells.screen(label)+caretCol)+st.caret.Render("^"))
 		}
 		msg := clean(p.err)
-		first, _ := cutWidth(msg, width)
+		first, _ := p.c.cells.cut(msg, width)
 		out = append(out, st.errText.Render(first))
 		if rest := msg[len(first):]; rest != "" {
-			out = append(out, st.errText.Render(trunc(rest, width)))
+			out = append(out, st.errText.Render(p.c.cells.trunc(rest, width)))
 		}
 	}
 	return out
@@ -194,7 +194,7 @@ func (p *promptModel) inputView(w int) (string, int) {
 	pos := min(p.input.Position(), len(val))
 	w = max(w-1, 4)
 	start := 0
-	if textWidth(string(val[:pos])) >= w {
+	if p.c.cells.width(string(val[:pos])) >= w {
 		start = pos - w/2
 	}
 	var b strings.Builder
@@ -207,7 +207,7 @@ func (p *promptModel) inputView(w int) (string, int) {
 		if i < len(val) {
 			ch = clean(string(val[i]))
 		}
-		cw := textWidth(ch)
+		cw := p.c.cells.width(ch)
 		if col+cw > w {
 			break
 		}

@@ -270,13 +270,13 @@ func (s *connModel) statusText(f statusFacts) statusText {
 }
 
 // oneLine reports whether the status bar fits on one line.
-func (st *statusText) oneLine(width int) bool {
-	return textWidth(st.state)+textWidth(st.pause)+textWidth(st.line) <= width
+func (st *statusText) oneLine(c cells, width int) bool {
+	return c.width(st.state)+c.width(st.pause)+c.width(st.line) <= width
 }
 
 // barLineCount is the number of lines the status bar takes.
 func (s *connModel) barLineCount(f statusFacts) int {
-	if st := s.statusText(f); st.oneLine(s.c.width) {
+	if st := s.statusText(f); st.oneLine(s.c.cells, s.c.width) {
 		return 1
 	}
 	return 2
@@ -293,10 +293,10 @@ func (s *connModel) bar(f statusFacts) []string {
 	}
 	bar := func(left string, leftWidth int, text string) string {
 		room := width - leftWidth
-		return left + ps.status.Render(padTo(trunc(text, room), room))
+		return left + ps.status.Render(s.c.cells.pad(s.c.cells.trunc(text, room), room))
 	}
-	hw := textWidth(st.state) + textWidth(st.pause)
-	if st.oneLine(width) {
+	hw := s.c.cells.width(st.state) + s.c.cells.width(st.pause)
+	if st.oneLine(s.c.cells, width) {
 		return []string{bar(head, hw, st.line)}
 	}
 	return []string{bar(head, hw, st.parts[0]), bar("", 0, st.parts[1])}

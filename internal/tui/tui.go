@@ -139,6 +139,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.c.width, m.c.height = msg.Width, msg.Height
+	case tea.ModeReportMsg:
+		if c, ok := widthMethod(msg); ok {
+			m.c.cells = c // as the renderer does
+		}
 	case tea.KeyPressMsg:
 		cmds = append(cmds, m.onKey(msg))
 	case tea.PasteMsg:

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // layout is how the screen's lines are shared out among the children.
@@ -105,9 +104,7 @@ func (m *Model) screen() string {
 	lines = append(lines[:l.body], l.bottom...)
 	lines = append(lines, m.conn.bar(m.statusFacts())...)
 	for i, s := range lines {
-		if screenWidth(s) > width {
-			lines[i] = ansi.Truncate(s, width, "")
-		}
+		lines[i] = m.c.cells.clip(s, width)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -118,7 +115,7 @@ func (m *Model) helpLines(h int) []string {
 	out := []string{st.helpTitle.Render("Keys"), ""}
 	for _, b := range m.c.keys.all() {
 		hp := b.Help()
-		out = append(out, "  "+st.helpKey.Render(fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
+		out = append(out, "  "+st.helpKey.Render(m.c.cells.fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
 	}
 	out = append(out, "",
 		"  The list follows the head while its newest event is selected; moving up stops that,",
