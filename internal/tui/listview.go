@@ -1,7 +1,7 @@
 package tui
 
 import (
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -13,26 +13,29 @@ const (
 )
 
 // columns are the widths of the list's columns: type, source and subject share what the
-// time and id leave, each as wide as its widest value seen if there is room, else fairly
-// (what a narrow column does not need goes to the others); narrow screens drop subject,
-// then source.
+// time and id leave. Each is as wide as its widest value seen if there is room; else the
+// room is shared by weight, the type counting twice, the smallest wishes met first (what
+// a narrow column does not need goes to the others). Narrow screens drop subject, then
+// source.
 type columns struct{ typ, source, subject int }
 
 func (l *listModel) columns() columns {
 	width := l.c.width
 	rest := width - gutter - timeWidth - idWidth - 2
-	var want []int
+	var want, weight []int
 	switch {
 	case width >= 72:
 		rest -= 2
 		want = []int{max(l.colNeed[0], 4) + 2, max(l.colNeed[1], 6) + 2, max(l.colNeed[2], 7)}
+		weight = []int{2, 1, 1}
 	case width >= 50:
 		rest--
 		want = []int{max(l.colNeed[0], 4) + 2, max(l.colNeed[1], 6)}
+		weight = []int{2, 1}
 	default:
 		return columns{typ: max(rest, 4)}
 	}
-	got := fairShare(want, rest)
+	got := share(want, weight, rest)
 	c := columns{typ: got[0], source: got[1]}
 	if len(got) > 2 {
 		c.subject = got[2]
@@ -40,21 +43,46 @@ func (l *listModel) columns() columns {
 	return c
 }
 
-// fairShare divides room among columns that want widths: the smallest wishes are met
-// first, each column getting at most an equal share of what is left; any room over goes to
-// the last column.
-func fairShare(want []int, room int) []int {
+// share divides room among columns that want widths, in proportion to their weights: a
+// column whose wish is within its share gets it, and the others share what is left,
+// until no wish is within its share; then each gets its share (at least 1), the first
+// column what division leaves over. When every wish is met, the room over goes to the
+// last column.
+func share(want, weight []int, room int) []int {
 	got := make([]int, len(want))
-	order := make([]int, len(want))
-	for i := range order {
-		order[i] = i
+	open := make([]int, len(want))
+	for i := range open {
+		open[i] = i
 	}
-	sort.Slice(order, func(a, b int) bool { return want[order[a]] < want[order[b]] })
 	left := room
-	for k, i := range order {
-		share := left / (len(want) - k)
-		got[i] = max(min(want[i], share), 1)
-		left -= got[i]
+	for len(open) > 0 {
+		total := 0
+		for _, i := range open {
+			total += weight[i]
+		}
+		var still []int
+		for _, i := range open {
+			if want[i]*total <= left*weight[i] {
+				got[i] = want[i]
+			} else {
+				still = append(still, i)
+			}
+		}
+		if len(still) == len(open) {
+			rest := left
+			for _, i := range open {
+				got[i] = max(left*weight[i]/total, 1)
+				rest -= got[i]
+			}
+			got[open[0]] += max(rest, 0)
+			return got
+		}
+		for _, i := range open {
+			if len(still) == 0 || !slices.Contains(still, i) {
+				left -= got[i]
+			}
+		}
+		open = still
 	}
 	if left > 0 {
 		got[len(got)-1] += left
@@ -161,31 +189,19 @@ func (l *listModel) rowLine(i int) string {
 	if !ev.time.IsZero() {
 		tm = ev.time.In(l.c.cfg.Location).Format(timeLayout)
 	}
+	cs := &l.c.cells
 	cells := []struct {
 		text  string
 		width int
 		style func(string) string
 	}{
-		{tm, timeWidth, st.time.Render},
-		{dash(ev.typ), c.typ, st.typ.Render},
-		{dash(ev.source), c.source, st.source.Render},
-		{dash(ev.subject), c.subject, st.subject.Render},
-		{l.c.cells.shortID(dash(ev.id)), idWidth, st.id.Render},
+		{cs.fit(tm, timeWidth), timeWidth, st.time.Render},
+		{cs.pad(typeText(cs, dash(ev.typ), c.typ), c.typ), c.typ, st.typ.Render},
+		{cs.fit(sourceText(cs, dash(ev.source), c.source), c.source), c.source, st.source.Render},
+		{cs.pad(cs.truncLeft(dash(ev.subject), c.subject), c.subject), c.subject, st.subject.Render},
+		{cs.shortID(dash(ev.id)), idWidth, st.id.Render},
 	}
 	var b strings.Builder
-	if sel {
-		b.WriteString(mark)
-		for i, cell := range cells {
-			if cell.width <= 0 {
-				continue
-			}
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(l.c.cells.fit(cell.text, cell.width))
-		}
-		return st.selected.Render(l.c.cells.pad(b.String(), width))
-	}
 	b.WriteString(mark)
 	for i, cell := range cells {
 		if cell.width <= 0 {
@@ -194,13 +210,43 @@ func (l *listModel) rowLine(i int) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if i == len(cells)-1 {
-			b.WriteString(cell.style(l.c.cells.shortID(cell.text)))
+		if sel {
+			b.WriteString(cell.text)
 		} else {
-			b.WriteString(cell.style(l.c.cells.fit(cell.text, cell.width)))
+			b.WriteString(cell.style(cell.text))
 		}
 	}
+	if sel {
+		return st.selected.Render(cs.pad(b.String(), width))
+	}
 	return b.String()
+}
+
+// typeText is a type as its cell, w columns wide, shows it: its end, where reverse-DNS
+// names differ. A cut that leaves a dot or a scrap of a name (up to three characters)
+// first drops those too.
+func typeText(cs *cells, s string, w int) string {
+	if w <= 1 || cs.width(s) <= w {
+		return cs.truncLeft(s, w)
+	}
+	tail, _ := cs.cutLeft(s, w-1)
+	if i := strings.IndexByte(tail, '.'); i >= 0 && i <= 3 && i+1 < len(tail) {
+		tail = tail[i+1:]
+	}
+	return "…" + tail
+}
+
+// sourceText is a source as its cell, w columns wide, shows it: a URL too wide for the
+// cell without its scheme, which says least.
+func sourceText(cs *cells, s string, w int) string {
+	if cs.width(s) > w {
+		for _, scheme := range []string{"https://", "http://"} {
+			if rest, ok := strings.CutPrefix(s, scheme); ok && rest != "" {
+				return rest
+			}
+		}
+	}
+	return s
 }
 
 // shortID is the start of an id, as a short hash is of a commit's.

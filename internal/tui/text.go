@@ -133,6 +133,18 @@ func (c cells) trunc(s string, w int) string {
 	return head + "…"
 }
 
+// truncLeft cuts clean text s to w columns from the left, starting with "…" when cut.
+func (c cells) truncLeft(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if c.width(s) <= w {
+		return s
+	}
+	tail, _ := c.cutLeft(s, w-1)
+	return "…" + tail
+}
+
 // fit is trunc, padded with spaces to exactly w columns.
 func (c cells) fit(s string, w int) string {
 	return c.pad(c.trunc(s, w), w)
