@@ -219,12 +219,13 @@ func TestUIAgainstNode(t *testing.T) {
 	n := startNode(t, false)
 	n.ingest(1, 200, "org.example.a.v1")
 	cfg := testConfig(n.source(), newClock())
-	cfg.Keep, cfg.PageSize = 60, 25
+	// A head page of 30 more than fills the list's 14 lines: no older page is fetched yet.
+	cfg.Keep, cfg.PageSize = 60, 30
 	u := startUI(t, cfg)
-	u.waitFor("the head page", following(25))
+	u.waitFor("the head page", following(30))
 	n.ingest(201, 5, "org.example.b.v1")
 	u.waitFor("the new events", func(m *Model) bool {
-		return m.list.loaded() == 30 && m.list.follow && strings.Contains(m.screen(), "org.example.b.v1")
+		return m.list.loaded() == 35 && m.list.follow && strings.Contains(m.screen(), "org.example.b.v1")
 	})
 
 	u.pressUntil("pgup", "the oldest event", func(m *Model) bool {

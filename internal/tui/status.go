@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -209,97 +210,118 @@ type statusFacts struct {
 	lower, upper string // a range's ends
 }
 
-// statusText is the status bar's text before it is styled and fitted.
-type statusText struct {
-	state string
-	style paint // of state
-	pause string
-	line  string // node, query and facts on one line
-	parts [2]string
+// A status field is one fact of the status bar. Fields are drawn in the order given;
+// those that do not fit are left out, the least useful first (the highest rank).
+type statusField struct {
+	text string
+	rank int
+	cut  bool // may be cut to fit rather than left out
 }
 
-func (s *connModel) statusText(f statusFacts) statusText {
-	now := s.c.now()
-	cfg := &s.c.cfg
+// Fields of the status bar, by rank: what is most useful stays longest.
+const (
+	rankHelp = iota
+	rankQuery
+	rankRange
+	rankLag
+	rankRate
+	rankNewest
+	rankNode
+	rankLoaded
+)
+
+// minCut is the least a field that may be cut is cut to; with less room it is left out.
+const minCut = 12
+
+// stateText is the status bar's first field, the connection, and its style.
+func (s *connModel) stateText() (string, paint) {
 	ps := &s.c.st
-	st := statusText{style: ps.statusLive}
 	switch s.state.kind {
 	case connConnecting:
-		st.state, st.style = " ○ CONNECTING ", ps.statusWarn
+		return " ○ CONNECTING ", ps.statusWarn
 	case connRetrying:
-		left := s.state.retryAt.Sub(now)
-		st.state = " ⟳ RECONNECTING"
-		if left > 0 {
-			st.state += " in " + strconv.Itoa(int((left+time.Second-1)/time.Second)) + "s"
+		text := " ⟳ RECONNECTING"
+		if left := s.state.retryAt.Sub(s.c.now()); left > 0 {
+			text += " in " + strconv.Itoa(int((left+time.Second-1)/time.Second)) + "s"
 		} else {
-			st.state += "…"
+			text += "…"
 		}
-		st.state += " (attempt " + strconv.Itoa(s.state.attempt) + ") "
-		st.style = ps.statusWarn
+		return text + " (attempt " + strconv.Itoa(s.state.attempt) + ") ", ps.statusWarn
 	case connFailed:
-		st.state, st.style = " ✖ FAILED ", ps.statusBad
-	default:
-		st.state = " ● LIVE "
-		if !cfg.Follow {
-			st.state = " ● REPLAY "
-		}
+		return " ✖ FAILED ", ps.statusBad
 	}
-	if f.paused {
-		st.pause = " ❚❚ PAUSED · " + plural(f.waiting, "new event") + " "
+	if !s.c.cfg.Follow {
+		return " ● REPLAY ", ps.statusLive
 	}
+	return " ● LIVE ", ps.statusLive
+}
+
+// fields are the status bar's facts after the state, in the order they are drawn.
+func (s *connModel) fields(f statusFacts) []statusField {
 	node := strings.TrimPrefix(strings.TrimPrefix(clean(s.c.src.Node()), "http://"), "https://")
 	query := "all events"
 	if f.query != "" {
 		query = "query: " + clean(f.query)
 	}
-	var facts []string
-	if cfg.Follow {
+	out := []statusField{{node, rankNode, false}, {query, rankQuery, true}}
+	if s.c.cfg.Follow {
 		newest := "-"
 		if s.newest != "" {
 			newest = clean(s.newest)
 		}
-		facts = append(facts, "newest "+newest, strconv.Itoa(int(s.rate.rate(now)+0.5))+" ev/s", "lag "+s.lag())
+		out = append(out,
+			statusField{"newest " + newest, rankNewest, false},
+			statusField{strconv.Itoa(int(s.rate.rate(s.c.now())+0.5)) + " ev/s", rankRate, false},
+			statusField{"lag " + s.lag(), rankLag, false})
 	} else {
-		facts = append(facts, "range "+dash(clean(f.lower))+" … "+dash(clean(f.upper)))
+		out = append(out, statusField{"range " + dash(clean(f.lower)) + " … " + dash(clean(f.upper)), rankRange, false})
 	}
-	facts = append(facts, strconv.Itoa(f.loaded)+" loaded", "? help")
-	all := strings.Join(facts, " │ ")
-	st.line = " " + node + " │ " + query + " │ " + all + " "
-	st.parts = [2]string{" " + node + " │ " + query + " ", " " + all + " "}
-	return st
+	return append(out, statusField{strconv.Itoa(f.loaded) + " loaded", rankLoaded, false}, statusField{"? help", rankHelp, false})
 }
 
-// oneLine reports whether the status bar fits on one line.
-func (st *statusText) oneLine(c cells, width int) bool {
-	return c.width(st.state)+c.width(st.pause)+c.width(st.line) <= width
-}
-
-// barLineCount is the number of lines the status bar takes.
-func (s *connModel) barLineCount(f statusFacts) int {
-	if st := s.statusText(f); st.oneLine(s.c.cells, s.c.width) {
-		return 1
+// bar is the status bar at the bottom, one line: the connection, a pause, and as many of
+// the node, query, newest cursor, rate, lag, count and help key as fit, kept in order of
+// usefulness (fields), a field that may be cut cut to the room left.
+func (s *connModel) bar(f statusFacts) string {
+	ps, cs, width := &s.c.st, &s.c.cells, s.c.width
+	state, style := s.stateText()
+	head := style.Render(state)
+	used := cs.width(state)
+	if f.paused {
+		pause := " ❚❚ PAUSED · " + plural(f.waiting, "new event") + " "
+		head += ps.statusPaused.Render(pause)
+		used += cs.width(pause)
 	}
-	return 2
-}
-
-// bar is the status bar at the bottom: the connection, pause, node, query, newest
-// cursor, rate and lag. It takes one line when that is wide enough, else two.
-func (s *connModel) bar(f statusFacts) []string {
-	ps, width := &s.c.st, s.c.width
-	st := s.statusText(f)
-	head := st.style.Render(st.state)
-	if st.pause != "" {
-		head += ps.statusPaused.Render(st.pause)
+	fields := s.fields(f)
+	byRank := make([]int, len(fields))
+	for i := range byRank {
+		byRank[i] = i
 	}
-	bar := func(left string, leftWidth int, text string) string {
-		room := width - leftWidth
-		return left + ps.status.Render(s.c.cells.pad(s.c.cells.trunc(text, room), room))
+	sort.SliceStable(byRank, func(a, b int) bool { return fields[byRank[a]].rank < fields[byRank[b]].rank })
+	keep := make([]bool, len(fields))
+	room := width - used - 2 // the spaces before the first field and after the last
+	for n, i := range byRank {
+		need := cs.width(fields[i].text)
+		if n > 0 {
+			need += 3 // " │ "
+		}
+		if need > room && fields[i].cut && room-(need-cs.width(fields[i].text)) >= minCut {
+			fields[i].text = cs.trunc(fields[i].text, room-(need-cs.width(fields[i].text)))
+			need = room
+		}
+		if need <= room {
+			keep[i] = true
+			room -= need
+		}
 	}
-	hw := s.c.cells.width(st.state) + s.c.cells.width(st.pause)
-	if st.oneLine(s.c.cells, width) {
-		return []string{bar(head, hw, st.line)}
+	var text []string
+	for i, fd := range fields {
+		if keep[i] {
+			text = append(text, fd.text)
+		}
 	}
-	return []string{bar(head, hw, st.parts[0]), bar("", 0, st.parts[1])}
+	line := " " + strings.Join(text, " │ ") + " "
+	return head + ps.status.Render(cs.pad(cs.trunc(line, max(width-used, 0)), width-used))
 }
 
 // lag is how far the stream is behind the node's head, as time between their cursors.

@@ -9,7 +9,6 @@ import (
 // layout is how the screen's lines are shared out among the children.
 type layout struct {
 	bottom       []string // the prompt, a failing connection, a message: above the status bar
-	status       int      // lines of the status bar
 	body         int      // lines between the top and those
 	list, detail int      // lines of the list (without its header) and of the detail pane
 }
@@ -22,8 +21,7 @@ const (
 func (m *Model) layout() layout {
 	var l layout
 	l.bottom = m.bottomLines()
-	l.status = m.conn.barLineCount(m.statusFacts())
-	l.body = max(m.c.height-l.status-len(l.bottom), 1)
+	l.body = max(m.c.height-1-len(l.bottom), 1) // the status bar takes one line
 	switch {
 	case m.help:
 	case m.detail.zoom:
@@ -102,7 +100,7 @@ func (m *Model) screen() string {
 		lines = append(lines, "")
 	}
 	lines = append(lines[:l.body], l.bottom...)
-	lines = append(lines, m.conn.bar(m.statusFacts())...)
+	lines = append(lines, m.conn.bar(m.statusFacts()))
 	for i, s := range lines {
 		lines[i] = m.c.cells.clip(s, width)
 	}
