@@ -135,6 +135,9 @@ type interactiveConfig struct {
 	PageSize int           // events per request; 0: the UI's default
 	Wait     time.Duration // long-poll wait while following; 0: 25s
 	RetryFor time.Duration // stop retrying a failing node after this long; 0: never
+
+	Notes   []string // lines at the top of the UI's help screen
+	Message string   // shown above the status bar until a key is pressed
 }
 
 // runInteractive runs the full-screen terminal UI on the node c talks to, until the user
@@ -169,6 +172,7 @@ func runInteractive(ctx context.Context, streams *iostreams.IOStreams, c *client
 		Source: src, Query: cfg.Query, Follow: cfg.Follow,
 		From: cfg.From, FromStart: cfg.FromStart, To: cfg.To, Reverse: cfg.Reverse,
 		Keep: cfg.Keep, PageSize: cfg.PageSize, Backoff: client.Backoff{GiveUp: cfg.RetryFor},
+		Notes: cfg.Notes, Message: cfg.Message,
 		NoColor: !color, Clipboard: out,
 	})
 	defer m.Close()

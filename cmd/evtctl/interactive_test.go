@@ -188,3 +188,11 @@ func TestInteractiveWidthsTmux(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoTmux runs evtctl demo on a terminal and checks, with testdata/tmux/demo.sh, that
+// the commands to try from another terminal can be read while its terminal UI runs, and
+// work against the node it names.
+func TestDemoTmux(t *testing.T) {
+	needTmux(t)
+	runTmuxScript(t, "demo.sh")
+}

@@ -47,6 +47,12 @@ type Config struct {
 	// redraws however fast events arrive; default 1/30 s.
 	FrameInterval time.Duration
 
+	// Notes are lines shown at the top of the help screen (?), as they are: for instance
+	// commands to try against the node. Message is shown above the status bar from the
+	// start until a key is pressed: for instance, that there are notes.
+	Notes   []string
+	Message string
+
 	NoColor   bool             // draw without colours or other attributes (NO_COLOR)
 	Clipboard io.Writer        // the terminal, for OSC 52; nil: copying is unavailable
 	Dir       string           // where w writes files; "" the working directory
@@ -95,7 +101,7 @@ func New(cfg Config) *Model {
 		cfg.Location = time.Local
 	}
 	c := newCommon(cfg)
-	return &Model{
+	m := &Model{
 		c:      c,
 		list:   newList(c),
 		detail: detailModel{c: c},
@@ -103,6 +109,8 @@ func New(cfg Config) *Model {
 		conn:   connModel{c: c},
 		pace:   &pacer{interval: cfg.FrameInterval},
 	}
+	m.conn.setFlash(cfg.Message, false)
+	return m
 }
 
 // Close stops the UI's background work and waits for it to end.

@@ -445,3 +445,35 @@ func TestReplayReverse(t *testing.T) {
 		t.Errorf("screen:\n%s", s)
 	}
 }
+
+// Notes are on the help screen, before the keys, and the message says so from the start
+// until a key is pressed.
+func TestNotesAndMessage(t *testing.T) {
+	f := newFakeLog()
+	f.add(5, "")
+	cfg := testConfig(f, newClock())
+	cfg.Notes = []string{"The node runs at http://127.0.0.1:7480.", "Try from another terminal:", "  evtctl tail --node http://127.0.0.1:7480"}
+	cfg.Message = "press ? for commands to try from another terminal"
+	u := startUI(t, cfg)
+	s := u.waitFor("5 events", following(5))
+	lines := strings.Split(s, "\n")
+	if got := lines[len(lines)-2]; got != cfg.Message {
+		t.Errorf("the line above the status bar is %q, want the message", got)
+	}
+	u.keys("?")
+	s = u.waitFor("help", func(m *Model) bool { return m.help })
+	if !strings.HasPrefix(s, strings.Join(cfg.Notes, "\n")+"\n\nKeys\n") {
+		t.Errorf("the help screen does not open with the notes:\n%s", s)
+	}
+	// Short of room, the help drops its closing remarks, not the keys.
+	u.tm.Send(tea.WindowSizeMsg{Width: termW, Height: 25})
+	s = u.waitFor("a short help", func(m *Model) bool { return m.c.height == 25 })
+	if !strings.Contains(s, "quit, restoring the terminal") || strings.Contains(s, "A ⚠ row marks") {
+		t.Errorf("a short help screen:\n%s", s)
+	}
+	u.keys("x")
+	s = u.waitFor("help closed", func(m *Model) bool { return !m.help })
+	if strings.Contains(s, cfg.Message) {
+		t.Errorf("the message outlived a key:\n%s", s)
+	}
+}

@@ -107,17 +107,33 @@ func (m *Model) screen() string {
 	return strings.Join(lines, "\n")
 }
 
-// helpLines list every key.
+// helpLines are the notes, if any, then every key, in h lines: short of room, the
+// closing remarks go first, then the blank line under the title, then what is below.
 func (m *Model) helpLines(h int) []string {
 	st := &m.c.st
-	out := []string{st.helpTitle.Render("Keys"), ""}
+	var out []string
+	for _, n := range m.c.cfg.Notes {
+		out = append(out, clean(n))
+	}
+	if len(out) > 0 {
+		out = append(out, "")
+	}
+	keys := make([]string, 0, 20)
 	for _, b := range m.c.keys.all() {
 		hp := b.Help()
-		out = append(out, "  "+st.helpKey.Render(m.c.cells.fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
+		keys = append(keys, "  "+st.helpKey.Render(m.c.cells.fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
 	}
-	out = append(out, "",
+	remarks := []string{"",
 		"  The list follows the head while its newest event is selected; moving up stops that,",
-		"  and end or G starts it again. A ⚠ row marks events the node lost before they were read.")
+		"  and end or G starts it again. A ⚠ row marks events the node lost before they were read."}
+	title := []string{st.helpTitle.Render("Keys"), ""}
+	if len(out)+len(title)+len(keys)+len(remarks) > h {
+		remarks = nil
+		if len(out)+len(title)+len(keys) > h {
+			title = title[:1]
+		}
+	}
+	out = append(append(append(out, title...), keys...), remarks...)
 	if len(out) > h {
 		out = out[:h]
 	}
