@@ -57,6 +57,9 @@ save() {
 }
 
 mkdir -p "$WORK/screens"
+# A session that outlives the others keeps the server up between them: a server that has
+# just lost its last session may still be on its way out when the next one starts.
+t new-session -d -s keep "exec sleep 600"
 for width in 80 120; do
 	open "$width" tail -i
 	wait_for "● LIVE"
@@ -83,4 +86,5 @@ for width in 80 120; do
 	save replay
 	t kill-session -t ui
 done
+t kill-server
 echo ok
