@@ -14,7 +14,6 @@ import (
 
 	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
 )
@@ -69,35 +68,14 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
-	query, err := opts.query.build()
+	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}
-	cfg := interactiveConfig{
-		Query: query, Follow: true, FromStart: opts.FromStart, Keep: opts.ui.Keep,
+	return runInteractive(ctx, opts.streams, c, interactiveConfig{
+		Query: query, Follow: true, From: from, FromStart: opts.FromStart, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, Wait: opts.Wait, RetryFor: opts.RetryFor,
-	}
-	if opts.After != "" {
-		if _, err := cursor.Parse(opts.After); err != nil {
-			return usagef("--after: %v", err)
-		}
-		cfg.From = client.Position{Cursor: opts.After}
-	}
-	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
-			return err
-		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		cfg.From = p
-	}
-	c, err := opts.node.client()
-	if err != nil {
-		return err
-	}
-	return runInteractive(ctx, opts.streams, c, cfg)
+	})
 }
 
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
