@@ -10,9 +10,10 @@ import (
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
-// common is what the UI's models share: the configuration, the node, the keys and styles,
-// the clock, the screen's size, and what background work runs under. The top model sets
-// the size; nothing else changes after New.
+// common is what the UI's models share, as glow's children share its commonModel: the
+// configuration, the node, the keys and styles, the clock, the screen's size and how it
+// measures text, and what background work runs under. The top model sets the size and
+// the measure; nothing else changes after New.
 type common struct {
 	cfg  Config
 	src  Source

@@ -42,12 +42,12 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, ks.Filter):
 		m.prompt.open(promptFilter, m.list.query)
 	case key.Matches(k, ks.Write), key.Matches(k, ks.WriteOne):
-		m.prompt.writeOne = key.Matches(k, ks.WriteOne)
-		if m.writeCount() == 0 {
+		one := key.Matches(k, ks.WriteOne)
+		if m.list.writeCount(one) == 0 {
 			m.conn.setFlash("no event to write", true)
 			return nil
 		}
-		m.prompt.open(promptWrite, m.defaultFileName())
+		m.prompt.openWrite(one, m.defaultFileName(one))
 	case key.Matches(k, ks.Copy), key.Matches(k, ks.CopyCursor):
 		return m.copySelected(key.Matches(k, ks.CopyCursor))
 	case key.Matches(k, ks.Pause):
@@ -106,9 +106,11 @@ func (m *Model) onPaste(text string) {
 // writeCount is the number of events the write prompt writes.
 func (m *Model) writeCount() int { return m.list.writeCount(m.prompt.writeOne) }
 
-func (m *Model) defaultFileName() string {
+// defaultFileName is the name the write prompt offers, for the loaded events or (one)
+// the selected event.
+func (m *Model) defaultFileName(one bool) string {
 	what := "events"
-	if m.prompt.writeOne {
+	if one {
 		what = "event"
 	}
 	return what + "-" + m.c.now().In(m.c.cfg.Location).Format("20060102-150405") + ".jsonl"
@@ -119,7 +121,7 @@ func (m *Model) defaultFileName() string {
 func (m *Model) writeFile() tea.Cmd {
 	name := strings.TrimSpace(m.prompt.input.Value())
 	if name == "" {
-		m.prompt.err = "give a file name"
+		m.prompt.setErr("give a file name")
 		return nil
 	}
 	path := name

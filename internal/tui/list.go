@@ -190,6 +190,12 @@ func (l *listModel) fetch(kind loadKind, req PageRequest, rs resetSpec, attempt 
 	return fetch(l.c, l.gen, l.epoch, kind, req, rs, attempt)
 }
 
+// openAtHead opens a following list at the head: its newest page, following from there.
+func (l *listModel) openAtHead() tea.Cmd {
+	l.follow = true
+	return l.resetHead(resetSpec{startFollow: true, selectLast: true})
+}
+
 // resetHead replaces the window with the newest page of events.
 func (l *listModel) resetHead(rs resetSpec) tea.Cmd {
 	l.epoch++

@@ -47,6 +47,16 @@ func (p *promptModel) open(k promptKind, value string) {
 	p.input.Focus()
 }
 
+// openWrite opens the prompt for the name of a file to write the loaded events, or (one)
+// the selected event, to.
+func (p *promptModel) openWrite(one bool, name string) {
+	p.writeOne = one
+	p.open(promptWrite, name)
+}
+
+// setErr shows what is wrong with the prompt's text.
+func (p *promptModel) setErr(text string) { p.err = text }
+
 // done closes the prompt once what it asked for is under way.
 func (p *promptModel) done() {
 	p.kind = promptNone

@@ -129,8 +129,7 @@ func (m *Model) Init() tea.Cmd {
 	if m.c.positioned() {
 		cmds = append(cmds, probe(m.c, true, 0))
 	} else {
-		cmds = append(cmds, m.list.resetHead(resetSpec{startFollow: true, selectLast: true}))
-		m.list.follow = true
+		cmds = append(cmds, m.list.openAtHead())
 	}
 	return tea.Batch(cmds...)
 }
@@ -142,7 +141,7 @@ func tick() tea.Cmd {
 // Update handles one message: the top model's own (size, clock, the stream's feed, the
 // answers of background work) and keys, which it routes to the children.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	m.relayout()
+	m.relayout() // the list's height, for paging and scrolling by what comes
 	var cmds []tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -175,7 +174,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			// Open the prompt again, to fix the name.
 			m.prompt.open(promptWrite, msg.path)
-			m.prompt.err = "write failed: " + msg.err.Error()
+			m.prompt.setErr("write failed: " + msg.err.Error())
 		} else {
 			m.conn.setFlash("wrote "+plural(msg.n, "event")+" to "+msg.path, false)
 		}
