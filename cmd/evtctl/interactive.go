@@ -12,11 +12,10 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
-	"github.com/evtctl/evtctl/pkg/render/tui"
 )
 
 // interactiveOptions are the flags of tail and replay that open the terminal UI.
@@ -69,35 +68,14 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
-	query, err := opts.query.build()
+	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}
-	cfg := interactiveConfig{
-		Query: query, Follow: true, FromStart: opts.FromStart, Keep: opts.ui.Keep,
+	return runInteractive(ctx, opts.streams, c, interactiveConfig{
+		Query: query, Follow: true, From: from, FromStart: opts.FromStart, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, Wait: opts.Wait, RetryFor: opts.RetryFor,
-	}
-	if opts.After != "" {
-		if _, err := cursor.Parse(opts.After); err != nil {
-			return usagef("--after: %v", err)
-		}
-		cfg.From = client.Position{Cursor: opts.After}
-	}
-	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
-			return err
-		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		cfg.From = p
-	}
-	c, err := opts.node.client()
-	if err != nil {
-		return err
-	}
-	return runInteractive(ctx, opts.streams, c, cfg)
+	})
 }
 
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
@@ -135,6 +113,9 @@ type interactiveConfig struct {
 	PageSize int           // events per request; 0: the UI's default
 	Wait     time.Duration // long-poll wait while following; 0: 25s
 	RetryFor time.Duration // stop retrying a failing node after this long; 0: never
+
+	Notes   []string // lines at the top of the UI's help screen
+	Message string   // shown above the status bar until a key is pressed
 }
 
 // runInteractive runs the full-screen terminal UI on the node c talks to, until the user
@@ -169,6 +150,7 @@ func runInteractive(ctx context.Context, streams *iostreams.IOStreams, c *client
 		Source: src, Query: cfg.Query, Follow: cfg.Follow,
 		From: cfg.From, FromStart: cfg.FromStart, To: cfg.To, Reverse: cfg.Reverse,
 		Keep: cfg.Keep, PageSize: cfg.PageSize, Backoff: client.Backoff{GiveUp: cfg.RetryFor},
+		Notes: cfg.Notes, Message: cfg.Message,
 		NoColor: !color, Clipboard: out,
 	})
 	defer m.Close()

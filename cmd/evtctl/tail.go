@@ -128,15 +128,38 @@ func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 	}
 }
 
+// resolve turns the flags into the query, where following starts (--after's cursor or
+// --since's time; zero: the head, or the oldest event with --from-start) and a client of
+// the node. tail and tail -i both start from it.
+func (opts *tailOptions) resolve() (query string, from client.Position, c *client.Client, err error) {
+	if query, err = opts.query.build(); err != nil {
+		return
+	}
+	if opts.After != "" {
+		if _, err = cursor.Parse(opts.After); err != nil {
+			err = usagef("--after: %v", err)
+			return
+		}
+		from = client.Position{Cursor: opts.After}
+	}
+	if opts.Since != "" {
+		if from, err = parsePosition("--since", opts.Since, opts.now()); err != nil {
+			return
+		}
+		if from.Time.IsZero() {
+			err = usagef("--since takes a duration or a time; use --after for a cursor")
+			return
+		}
+	}
+	c, err = opts.node.client()
+	return
+}
+
 func runTail(ctx context.Context, opts *tailOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runTailInteractive(ctx, opts)
 	}
-	query, err := opts.query.build()
-	if err != nil {
-		return err
-	}
-	c, err := opts.node.client()
+	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}
@@ -149,24 +172,9 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		wait = time.Millisecond // the head is the goal: do not wait there for new events
 	}
 	so := client.StreamOptions{
-		Query: query, After: opts.After, FromStart: opts.FromStart,
+		Query: query, After: from.Cursor, Since: from.Time, FromStart: opts.FromStart,
 		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
-	}
-	if opts.After != "" {
-		if _, err := cursor.Parse(opts.After); err != nil {
-			return usagef("--after: %v", err)
-		}
-	}
-	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
-			return err
-		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		so.Since = p.Time
 	}
 	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
 	if ck.path != "" {
