@@ -10,7 +10,6 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/deliver"
@@ -434,7 +434,7 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	}
 	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	prog := newProgress(opts.streams, "sent", "signals")
+	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
 	for {
 		ev, err := next()
@@ -499,7 +499,7 @@ func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
 	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
-	e.prog = newProgress(opts.streams, "sent", "events")
+	e.prog = newProgress(opts.streams, "sent", "event")
 	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
 	return e
 }
@@ -641,7 +641,7 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
 		e.prog.done()
 		if n := e.delivered(); n > 0 {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", wasWere(n, "event"))
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", english.WasWere(n, "event"))
 		}
 		return readErr
 	case readErr != nil:
@@ -657,30 +657,10 @@ func (e *emitter) notSent() {
 	w := e.opts.streams.ErrOut
 	if e.opts.File == "" {
 		total := max(e.opts.Count, 1)
-		fmt.Fprintf(w, "evtctl: delivered %d of %s; %s not sent\n", n, plural(total, "event"), wasWere(total-n, ""))
+		fmt.Fprintf(w, "evtctl: delivered %d of %s; %s not sent\n", n, english.Plural(total, "event"), english.WasWere(total-n, ""))
 		return
 	}
-	fmt.Fprintf(w, "evtctl: delivered %s; the rest of --file %s was not sent\n", plural(n, "event"), e.opts.File)
-}
-
-// plural returns "1 event", "2 events".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
-
-// wasWere returns "1 event was", "2 events were"; with no noun, "1 was", "2 were".
-func wasWere(n int, noun string) string {
-	s := strconv.Itoa(n)
-	if noun != "" {
-		s = plural(n, noun)
-	}
-	if n == 1 {
-		return s + " was"
-	}
-	return s + " were"
+	fmt.Fprintf(w, "evtctl: delivered %s; the rest of --file %s was not sent\n", english.Plural(n, "event"), e.opts.File)
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -689,7 +669,7 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 		return
 	}
 	el := time.Since(start)
-	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
+	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", english.Plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
 	if dups > 0 {
 		if dups == 1 {
 			fmt.Fprint(o.streams.ErrOut, "; 1 was a duplicate the node already had")

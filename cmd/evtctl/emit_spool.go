@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/deliver"
 	"github.com/evtctl/evtctl/pkg/outbox"
 )
@@ -42,7 +43,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 	var readErr error
 	if opts.Spool != "" {
 		if earlier > 0 {
-			fmt.Fprintf(errOut, "evtctl: the spool %s holds %s from an earlier run; they go first\n", dir, plural(earlier, "event"))
+			fmt.Fprintf(errOut, "evtctl: the spool %s holds %s from an earlier run; they go first\n", dir, english.Plural(earlier, "event"))
 		}
 		var n int
 		n, readErr = e.spoolAll(ctx, spool)
@@ -70,13 +71,13 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		e.opts.summary(e.prog, e.sent, e.dups, e.start)
 		return nil
 	}
-	msg := "delivered " + plural(e.delivered(), "event")
+	msg := "delivered " + english.Plural(e.delivered(), "event")
 	if d.refused > 0 {
 		msg += fmt.Sprintf("; %s refused by the receiver, kept in %s (to resend: jq -c .event %s | evtctl emit --file -)",
-			wasWere(d.refused, "event"), spool.DeadLetterPath(), spool.DeadLetterPath())
+			english.WasWere(d.refused, "event"), spool.DeadLetterPath(), spool.DeadLetterPath())
 	}
 	if d.damaged > 0 {
-		msg += fmt.Sprintf("; %s damaged and moved aside (*.bad in %s)", wasWere(d.damaged, "spool entry"), dir)
+		msg += fmt.Sprintf("; %s damaged and moved aside (*.bad in %s)", english.WasWere(d.damaged, "spool entry"), dir)
 	}
 	if waiting > 0 {
 		flush := "evtctl emit --flush " + dir
@@ -87,7 +88,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		if waiting == 1 {
 			verb = "waits"
 		}
-		msg += fmt.Sprintf("; %s %s in the spool %s (%s to send them)", plural(waiting, "event"), verb, dir, flush)
+		msg += fmt.Sprintf("; %s %s in the spool %s (%s to send them)", english.Plural(waiting, "event"), verb, dir, flush)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -337,7 +338,7 @@ func describeEvents(events [][]byte) string {
 	if len(events) == 1 {
 		return "event " + safeText(eventID(events[0]))
 	}
-	return fmt.Sprintf("a batch of %d events", len(events))
+	return "a batch of " + english.Plural(len(events), "event")
 }
 
 // refusedEvents reports whether the receiver refused the events themselves, so that sending

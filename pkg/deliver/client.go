@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/retry"
 )
 
@@ -216,7 +217,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Attempt, error) {
 			return a, a.Err
 		}
 		if n >= c.policy.Attempts() {
-			return a, fmt.Errorf("giving up after %d attempts: %w", n, a.Err)
+			return a, fmt.Errorf("giving up after %s: %w", english.Plural(n, "attempt"), a.Err)
 		}
 		delay := c.policy.Wait(n, a)
 		if c.cfg.OnRetry != nil {
