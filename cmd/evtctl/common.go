@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -190,13 +191,50 @@ func (o *queryOptions) refused(err error) error {
 	return usagef("--query: the node takes only Tendermint's query language (no OR, NOT, parentheses or MATCHES): %s", explainSyntax(qe.Query, qe.Err))
 }
 
-// explainSyntax shows a query error with a caret under the offending byte.
+// explainSyntax shows a query error with the query, or the part of a long one around the
+// offending byte, and a caret under that byte.
 func explainSyntax(q string, err error) string {
 	var se *filter.SyntaxError
-	if !errors.As(err, &se) || strings.ContainsAny(q, "\n\t") {
+	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	return fmt.Sprintf("%v\n  %s\n  %s^", err, q, strings.Repeat(" ", min(se.Offset, len(q))))
+	text, col := queryWindow(q, se.Offset, queryWindowWidth)
+	return fmt.Sprintf("%v\n  %s\n  %s^", err, text, strings.Repeat(" ", col))
+}
+
+// queryWindowWidth is the most characters of a query an error shows, so that its line and
+// the caret's fit a terminal.
+const queryWindowWidth = 72
+
+// queryWindow returns at most width characters of q around byte offset off, with "…" where
+// it is cut and each control character (a newline, a tab) as a space, and the column of the
+// character at off (or just past the end, for an offset at the end).
+func queryWindow(q string, off, width int) (string, int) {
+	off = max(0, min(off, len(q)))
+	rs := []rune(strings.ToValidUTF8(q, "\uFFFD"))
+	at := utf8.RuneCountInString(strings.ToValidUTF8(q[:off], "\uFFFD"))
+	start, end := 0, len(rs)
+	if end > width {
+		start = max(0, at-width*2/3) // more of what led up to the error than of what follows
+		end = min(len(rs), start+width)
+		start = max(0, end-width)
+	}
+	var b strings.Builder
+	col := at - start
+	if start > 0 {
+		b.WriteString("…")
+		col++
+	}
+	for _, r := range rs[start:end] {
+		if r < ' ' || unsafeRune(r) {
+			r = ' '
+		}
+		b.WriteRune(r)
+	}
+	if end < len(rs) {
+		b.WriteString("…")
+	}
+	return b.String(), col
 }
 
 // outputOptions are the flags that shape what is written to stdout.
