@@ -20,9 +20,13 @@ func run(args []string) int {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	streams := iostreams.System()
+	return execute(ctx, iostreams.System(), args)
+}
+
+// execute runs one command line on streams and returns its exit status.
+func execute(ctx context.Context, streams *iostreams.IOStreams, args []string) int {
 	root := newRootCmd(streams)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(streams, err, ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(streams, pointUsage(err, cmd), ctx)
 }
