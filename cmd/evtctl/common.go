@@ -33,6 +33,8 @@ type nodeOptions struct {
 	// exact: Node is a node evtctl itself started (demo); neither the environment nor the
 	// configuration file has a say, so a broken or unrelated configuration cannot get in.
 	exact bool
+	// resolved is what settings found last, for messages about the node (see explain).
+	resolved nodeSettings
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
@@ -53,22 +55,29 @@ type nodeSettings struct {
 	CAFile      string
 	Insecure    bool
 	Context     string // the context that supplied settings, if any
+	// NodeFrom says where Node came from, for messages: "--node", "$EVTCTL_NODE",
+	// `context "prod"`, or "" for the default.
+	NodeFrom string
 }
 
 // settings resolves the node and how to reach it. Each setting comes from its flag, else
 // its environment variable, else the context (--context, $EVTCTL_CONTEXT or the current
 // one), else the default. A context's tokens and TLS settings go only to the context's own
-// node: when --node or $EVTCTL_NODE names another node, they are not used.
+// node: when --node or $EVTCTL_NODE names another node, they are not used. A value that
+// cannot be used is an error that names where it came from.
 func (o *nodeOptions) settings() (nodeSettings, error) {
 	if o.exact {
-		return nodeSettings{Node: o.Node}, nil
+		return nodeSettings{Node: o.Node, NodeFrom: "--node"}, nil
 	}
-	name := firstNonEmpty(o.Context, os.Getenv("EVTCTL_CONTEXT"))
+	name, nameFrom := o.Context, "--context"
+	if name == "" {
+		name, nameFrom = os.Getenv("EVTCTL_CONTEXT"), "EVTCTL_CONTEXT"
+	}
 	named := name != ""
 	var ctx *config.Context
 	path, err := config.Path()
 	if err != nil && named {
-		return nodeSettings{}, usagef("--context: finding the configuration file: %v", err)
+		return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("finding the configuration file: %w", err))
 	}
 	if err == nil {
 		file, err := config.Load(path)
@@ -78,10 +87,16 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		if !named {
 			name, ctx = file.Current()
 		} else if ctx = file.Contexts[name]; ctx == nil {
-			return nodeSettings{}, usagef("--context: no context %q in %s (see evtctl context list)", name, path)
+			return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("no such context in %s (see evtctl context list)", path))
 		}
 	}
-	s := nodeSettings{Node: firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"))}
+	s := nodeSettings{}
+	switch {
+	case o.Node != "":
+		s.Node, s.NodeFrom = o.Node, "--node"
+	case os.Getenv("EVTCTL_NODE") != "":
+		s.Node, s.NodeFrom = os.Getenv("EVTCTL_NODE"), "$EVTCTL_NODE"
+	}
 	if ctx != nil && s.Node != "" && !sameNode(s.Node, ctx.Node) {
 		ctx = nil // another node was asked for: the context's secrets stay with its own node
 	}
@@ -90,7 +105,21 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		name = ""
 	}
 	s.Context = name
-	s.Node = firstNonEmpty(s.Node, ctx.Node, "http://"+defaultListen)
+	if s.Node == "" && ctx.Node != "" {
+		s.Node, s.NodeFrom = ctx.Node, fmt.Sprintf("context %q", name)
+	}
+	if s.Node == "" {
+		s.Node = "http://" + defaultListen
+	}
+	if _, err := client.NormalizeNode(s.Node); err != nil {
+		switch s.NodeFrom {
+		case "--node":
+			return nodeSettings{}, usagef("--node: %v", err)
+		case "$EVTCTL_NODE":
+			return nodeSettings{}, envErrorf("EVTCTL_NODE: %v", err)
+		}
+		return nodeSettings{}, configErrorf("%s in %s: %v", s.NodeFrom, path, err)
+	}
 	envToken := firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
 	s.Token = firstNonEmpty(envToken, ctx.Token)
 	s.IngestToken = firstNonEmpty(envToken, os.Getenv("EVTCTL_INGEST_TOKEN"), ctx.IngestToken, ctx.Token)
@@ -101,13 +130,23 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 	case v != "":
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nodeSettings{}, usagef("EVTCTL_INSECURE=%q: want true or false", v)
+			return nodeSettings{}, envErrorf("EVTCTL_INSECURE=%q: want true or false", v)
 		}
 		s.Insecure = b
 	default:
 		s.Insecure = ctx.Insecure
 	}
+	o.resolved = s
 	return s, nil
+}
+
+// settingError is a value that cannot be used, as an error of its source: a usage error for
+// a flag, an environment error for a variable.
+func settingError(from, value string, err error) error {
+	if strings.HasPrefix(from, "--") {
+		return usagef("%s %q: %v", from, value, err)
+	}
+	return envErrorf("%s=%q: %v", from, value, err)
 }
 
 // sameNode reports whether two node addresses name the same base URL.
@@ -125,7 +164,7 @@ func (o *nodeOptions) client() (*client.Client, error) {
 	}
 	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString()})
 	if err != nil {
-		return nil, usagef("--node: %v", err)
+		return nil, usagef("%v", err) // the CA file
 	}
 	return c, nil
 }
@@ -306,6 +345,21 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 		return client.Position{Time: now.Add(-d)}, nil
 	}
 	return client.Position{}, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if _, err := cursor.Parse(s); err == nil || strings.HasPrefix(s, "@") {
+		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
+	}
+	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)
 }
 
 // headerEncodingOption is --header-encoding, which emit and forward share.

@@ -284,13 +284,14 @@ func (o *emitOptions) reportRetry(attempt int, delay time.Duration, err error) {
 // targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
 // Unlike a node's address, path, trailing slash and query are kept as given.
 func targetURL(s string) (string, error) {
-	s = strings.TrimSpace(s)
+	given := strings.TrimSpace(s)
+	s = given
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
 	u, err := neturl.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", s)
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", given)
 	}
 	return u.String(), nil
 }

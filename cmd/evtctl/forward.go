@@ -308,7 +308,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	default:
 		head, err := headCursor(ctx, c, retryReporter(opts.streams))
 		if err != nil {
-			return err
+			return opts.node.explain(err)
 		}
 		if head == "" {
 			so.FromStart = true // an empty log: everything is new
@@ -400,7 +400,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return opts.query.refused(err)
+	return opts.node.explain(opts.query.refused(err))
 }
 
 // startAt applies --from to the stream options.

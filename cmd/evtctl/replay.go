@@ -90,11 +90,11 @@ func (opts *replayOptions) resolve() (query string, from, to client.Position, c 
 		return
 	}
 	now := opts.now()
-	if from, err = parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now); err != nil {
-		return
-	}
-	if opts.Since != "" && from.Time.IsZero() {
-		err = usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
+	if opts.Since != "" {
+		if from.Time, err = parseSince(opts.Since, now); err != nil {
+			return
+		}
+	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
 		return
 	}
 	if to, err = parsePosition("--to", opts.To, now); err != nil {
@@ -138,7 +138,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		return nil
 	})
 	prog.done()
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
 // progress shows a running count of things (a singular noun: "event") on stderr, only when stderr is a terminal, and a last

@@ -159,14 +159,9 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		}
 	}
 	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
+		if so.Since, err = parseSince(opts.Since, opts.now()); err != nil {
 			return err
 		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		so.Since = p.Time
 	}
 	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
 	if ck.path != "" {
@@ -236,7 +231,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if ferr := ck.update("", true); ferr != nil && err == nil {
 		err = ferr
 	}
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
 // streamResult maps how a stream ended to the command's result.

@@ -170,16 +170,17 @@ func TLSConfig(caFile string, insecure bool) (*tls.Config, error) {
 
 // NormalizeNode turns a node address into a base URL without a trailing slash.
 func NormalizeNode(node string) (string, error) {
-	node = strings.TrimSpace(node)
-	if node == "" {
+	given := strings.TrimSpace(node)
+	if given == "" {
 		return "", errors.New("no node given")
 	}
+	node = given
 	if !strings.Contains(node, "://") {
 		node = "http://" + node
 	}
 	u, err := url.Parse(node)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("node %q is not an http(s) URL or host:port", node)
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port", given)
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return strings.TrimRight(u.String(), "/"), nil
@@ -621,7 +622,12 @@ func transportError(ctx context.Context, err error) error {
 func decodeReply(resp *http.Response, data []byte) (*Reply, error) {
 	if resp.StatusCode != http.StatusOK {
 		form := peer.FormOf(data)
-		he := &HTTPError{Status: resp.StatusCode, Message: peer.Text(data, 200), Page: form == peer.HTMLBody || form == peer.TextBody}
+		page := form == peer.HTMLBody || form == peer.TextBody
+		max := 200 // a node's own message
+		if page {
+			max = 100 // the start of a page is enough to tell what answered
+		}
+		he := &HTTPError{Status: resp.StatusCode, Message: peer.Text(data, max), Page: page}
 		he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		he.wantsTLS = peer.WantsTLS(resp.StatusCode, data)
 		return nil, he
