@@ -64,8 +64,11 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		return err
 	}
 	d.damaged += damaged
+	var hints []string // what to do about the failure, after the summary
 	if d.failure != nil && !closedPipe(d.failure) && ctx.Err() == nil {
-		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(deliveryError(d.failure).Error()))
+		var failure error
+		failure, hints = splitHints(e.deliveryError(d.failure))
+		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(failure.Error()))
 	}
 	if waiting == 0 && d.refused == 0 && d.damaged == 0 && readErr == nil && d.failure == nil {
 		e.opts.summary(e.prog, e.sent, e.dups, e.start)
@@ -98,7 +101,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		fmt.Fprintf(errOut, "evtctl: %s\n", msg)
 		return readErr
 	}
-	return &statusError{exitError, errors.New(msg)}
+	return withHints(&statusError{exitError, errors.New(msg)}, hints...)
 }
 
 // strictError is an event that does not pass lint with --strict.
@@ -146,7 +149,7 @@ func (e *emitter) spoolAll(ctx context.Context, spool *outbox.Spool) (int, error
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		b, err := next()
+		b, _, err := next()
 		if err == io.EOF {
 			return n, store()
 		}
