@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -310,12 +309,6 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 		return nil, usagef("%v", err)
 	}
 	return r, nil
-}
-
-// closedPipe reports a write to a pipe whose reader has gone (`evtctl replay | head -1`):
-// the command then ends quietly with status 0.
-func closedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE)
 }
 
 // parsePosition reads a start or end of a range: @FILE (a checkpoint), a cursor, an RFC 3339

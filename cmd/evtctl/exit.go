@@ -121,6 +121,10 @@ func exitCode(streams *iostreams.IOStreams, err error, ctx context.Context) int 
 		se *statusError
 	)
 	switch {
+	case streamGone(err) || streamGone(context.Cause(ctx)):
+		// The reader of the output went away (evtctl replay | head -1): nothing more can be
+		// said, and the pipeline ends as pipelines do.
+		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(streams.ErrOut, "%sRun '%s --help' for usage.\n", describeError(err), firstNonEmpty(ue.cmd, "evtctl"))
 		return exitUsage
