@@ -6,8 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -32,6 +32,8 @@ type nodeOptions struct {
 	// exact: Node is a node evtctl itself started (demo); neither the environment nor the
 	// configuration file has a say, so a broken or unrelated configuration cannot get in.
 	exact bool
+	// resolved is what settings found last, for messages about the node (see explain).
+	resolved nodeSettings
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
@@ -52,22 +54,29 @@ type nodeSettings struct {
 	CAFile      string
 	Insecure    bool
 	Context     string // the context that supplied settings, if any
+	// NodeFrom says where Node came from, for messages: "--node", "$EVTCTL_NODE",
+	// `context "prod"`, or "" for the default.
+	NodeFrom string
 }
 
 // settings resolves the node and how to reach it. Each setting comes from its flag, else
 // its environment variable, else the context (--context, $EVTCTL_CONTEXT or the current
 // one), else the default. A context's tokens and TLS settings go only to the context's own
-// node: when --node or $EVTCTL_NODE names another node, they are not used.
+// node: when --node or $EVTCTL_NODE names another node, they are not used. A value that
+// cannot be used is an error that names where it came from.
 func (o *nodeOptions) settings() (nodeSettings, error) {
 	if o.exact {
-		return nodeSettings{Node: o.Node}, nil
+		return nodeSettings{Node: o.Node, NodeFrom: "--node"}, nil
 	}
-	name := firstNonEmpty(o.Context, os.Getenv("EVTCTL_CONTEXT"))
+	name, nameFrom := o.Context, "--context"
+	if name == "" {
+		name, nameFrom = os.Getenv("EVTCTL_CONTEXT"), "EVTCTL_CONTEXT"
+	}
 	named := name != ""
 	var ctx *config.Context
 	path, err := config.Path()
 	if err != nil && named {
-		return nodeSettings{}, usagef("--context: finding the configuration file: %v", err)
+		return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("finding the configuration file: %w", err))
 	}
 	if err == nil {
 		file, err := config.Load(path)
@@ -77,10 +86,16 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		if !named {
 			name, ctx = file.Current()
 		} else if ctx = file.Contexts[name]; ctx == nil {
-			return nodeSettings{}, usagef("--context: no context %q in %s (see evtctl context list)", name, path)
+			return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("no such context in %s (see evtctl context list)", path))
 		}
 	}
-	s := nodeSettings{Node: firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"))}
+	s := nodeSettings{}
+	switch {
+	case o.Node != "":
+		s.Node, s.NodeFrom = o.Node, "--node"
+	case os.Getenv("EVTCTL_NODE") != "":
+		s.Node, s.NodeFrom = os.Getenv("EVTCTL_NODE"), "$EVTCTL_NODE"
+	}
 	if ctx != nil && s.Node != "" && !sameNode(s.Node, ctx.Node) {
 		ctx = nil // another node was asked for: the context's secrets stay with its own node
 	}
@@ -89,7 +104,21 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		name = ""
 	}
 	s.Context = name
-	s.Node = firstNonEmpty(s.Node, ctx.Node, "http://"+defaultListen)
+	if s.Node == "" && ctx.Node != "" {
+		s.Node, s.NodeFrom = ctx.Node, fmt.Sprintf("context %q", name)
+	}
+	if s.Node == "" {
+		s.Node = "http://" + defaultListen
+	}
+	if _, err := client.NormalizeNode(s.Node); err != nil {
+		switch s.NodeFrom {
+		case "--node":
+			return nodeSettings{}, usagef("--node: %v", err)
+		case "$EVTCTL_NODE":
+			return nodeSettings{}, envErrorf("EVTCTL_NODE: %v", err)
+		}
+		return nodeSettings{}, configErrorf("%s in %s: %v", s.NodeFrom, path, err)
+	}
 	envToken := firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
 	s.Token = firstNonEmpty(envToken, ctx.Token)
 	s.IngestToken = firstNonEmpty(envToken, os.Getenv("EVTCTL_INGEST_TOKEN"), ctx.IngestToken, ctx.Token)
@@ -100,13 +129,23 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 	case v != "":
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nodeSettings{}, usagef("EVTCTL_INSECURE=%q: want true or false", v)
+			return nodeSettings{}, envErrorf("EVTCTL_INSECURE=%q: want true or false", v)
 		}
 		s.Insecure = b
 	default:
 		s.Insecure = ctx.Insecure
 	}
+	o.resolved = s
 	return s, nil
+}
+
+// settingError is a value that cannot be used, as an error of its source: a usage error for
+// a flag, an environment error for a variable.
+func settingError(from, value string, err error) error {
+	if strings.HasPrefix(from, "--") {
+		return usagef("%s %q: %v", from, value, err)
+	}
+	return envErrorf("%s=%q: %v", from, value, err)
 }
 
 // sameNode reports whether two node addresses name the same base URL.
@@ -124,7 +163,7 @@ func (o *nodeOptions) client() (*client.Client, error) {
 	}
 	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString()})
 	if err != nil {
-		return nil, usagef("--node: %v", err)
+		return nil, usagef("%v", err) // the CA file
 	}
 	return c, nil
 }
@@ -190,13 +229,50 @@ func (o *queryOptions) refused(err error) error {
 	return usagef("--query: the node takes only Tendermint's query language (no OR, NOT, parentheses or MATCHES): %s", explainSyntax(qe.Query, qe.Err))
 }
 
-// explainSyntax shows a query error with a caret under the offending byte.
+// explainSyntax shows a query error with the query, or the part of a long one around the
+// offending byte, and a caret under that byte.
 func explainSyntax(q string, err error) string {
 	var se *filter.SyntaxError
-	if !errors.As(err, &se) || strings.ContainsAny(q, "\n\t") {
+	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	return fmt.Sprintf("%v\n  %s\n  %s^", err, q, strings.Repeat(" ", min(se.Offset, len(q))))
+	text, col := queryWindow(q, se.Offset, queryWindowWidth)
+	return fmt.Sprintf("%v\n  %s\n  %s^", err, text, strings.Repeat(" ", col))
+}
+
+// queryWindowWidth is the most characters of a query an error shows, so that its line and
+// the caret's fit a terminal.
+const queryWindowWidth = 72
+
+// queryWindow returns at most width characters of q around byte offset off, with "…" where
+// it is cut and each control character (a newline, a tab) as a space, and the column of the
+// character at off (or just past the end, for an offset at the end).
+func queryWindow(q string, off, width int) (string, int) {
+	off = max(0, min(off, len(q)))
+	rs := []rune(strings.ToValidUTF8(q, "\uFFFD"))
+	at := utf8.RuneCountInString(strings.ToValidUTF8(q[:off], "\uFFFD"))
+	start, end := 0, len(rs)
+	if end > width {
+		start = max(0, at-width*2/3) // more of what led up to the error than of what follows
+		end = min(len(rs), start+width)
+		start = max(0, end-width)
+	}
+	var b strings.Builder
+	col := at - start
+	if start > 0 {
+		b.WriteString("…")
+		col++
+	}
+	for _, r := range rs[start:end] {
+		if r < ' ' || unsafeRune(r) {
+			r = ' '
+		}
+		b.WriteRune(r)
+	}
+	if end < len(rs) {
+		b.WriteString("…")
+	}
+	return b.String(), col
 }
 
 // outputOptions are the flags that shape what is written to stdout.
@@ -235,12 +311,6 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 	return r, nil
 }
 
-// closedPipe reports a write to a pipe whose reader has gone (`evtctl replay | head -1`):
-// the command then ends quietly with status 0.
-func closedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE)
-}
-
 // parsePosition reads a start or end of a range: @FILE (a checkpoint), a cursor, an RFC 3339
 // time, or a duration back from now.
 func parsePosition(flag, s string, now time.Time) (client.Position, error) {
@@ -268,6 +338,21 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 		return client.Position{Time: now.Add(-d)}, nil
 	}
 	return client.Position{}, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
+}
+
+// parseSince reads --since: an RFC 3339 time, or a duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if _, err := cursor.Parse(s); err == nil || strings.HasPrefix(s, "@") {
+		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
+	}
+	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)
 }
 
 // headerEncodingOption is --header-encoding, which emit and forward share.

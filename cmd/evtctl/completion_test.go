@@ -16,10 +16,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	streams, _, out, errOut := iostreams.Test()
-	root := newRootCmd(streams)
-	root.SetArgs(args)
-	ctx := context.Background()
-	return exitCode(streams, root.ExecuteContext(ctx), ctx), out.String(), errOut.String()
+	return execute(context.Background(), streams, nil, args), out.String(), errOut.String()
 }
 
 var completionFiles = map[string]string{

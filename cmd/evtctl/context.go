@@ -36,7 +36,7 @@ only. Tokens are never printed back.`,
   evtctl context add local --node 127.0.0.1:7480
   evtctl context list
   evtctl tail --context local`,
-		Args: noArgs,
+		Args: groupArgs, // an argument can only be one of its subcommands
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdContextAdd(streams), newCmdContextUse(streams), newCmdContextList(streams),

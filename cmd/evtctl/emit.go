@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/deliver"
@@ -252,6 +253,10 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
 	policy := deliver.WebhookPolicy()
 	policy.Backoff.MaxAttempts = o.MaxAttempts
+	// A target that has never answered is not waited for: nothing listening, a wrong host
+	// or TLS that does not fit need a person. Once it has answered, it is retried as any
+	// failure is (a restart); with --spool, nothing is lost either way.
+	policy.FirstContactFinal = true
 	s, err := deliver.New(deliver.Options{
 		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Policy: &policy, UserAgent: "evtctl/" + versionString(),
@@ -284,19 +289,22 @@ func (o *emitOptions) reportRetry(attempt int, delay time.Duration, err error) {
 // targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
 // Unlike a node's address, path, trailing slash and query are kept as given.
 func targetURL(s string) (string, error) {
-	s = strings.TrimSpace(s)
+	given := strings.TrimSpace(s)
+	s = given
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
 	u, err := neturl.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", s)
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", given)
 	}
 	return u.String(), nil
 }
 
-// source yields the events to send, one at a time, as validated CloudEvents JSON.
-type source func() ([]byte, error) // io.EOF when done
+// source yields the events to send, one at a time, as validated CloudEvents JSON, each with
+// its number: its line in --file, else its place in the sequence (1, 2, …). The error is
+// io.EOF when there are no more.
+type source func() (ev []byte, n int, err error)
 
 func (o *emitOptions) source() (source, error) {
 	lim := cevent.Limits{}
@@ -327,7 +335,7 @@ func (o *emitOptions) source() (source, error) {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		line := 0
-		return func() ([]byte, error) {
+		return func() ([]byte, int, error) {
 			for sc.Scan() {
 				line++
 				b := []byte(strings.TrimSpace(sc.Text()))
@@ -336,14 +344,15 @@ func (o *emitOptions) source() (source, error) {
 				}
 				full, err := eventgen.FillDefaults(b, o.now())
 				if err != nil {
-					return nil, usagef("--file line %d: %v", line, err)
+					return nil, line, usagef("--file line %d: %v", line, err)
 				}
-				return check(line, full)
+				full, err = check(line, full)
+				return full, line, err
 			}
 			if err := sc.Err(); err != nil {
-				return nil, fmt.Errorf("--file: %w", err)
+				return nil, line, fmt.Errorf("--file: %w", err)
 			}
-			return nil, io.EOF
+			return nil, line, io.EOF
 		}, nil
 	}
 	data, err := o.readData()
@@ -370,16 +379,17 @@ func (o *emitOptions) source() (source, error) {
 		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
 	}
 	seq := 0
-	return func() ([]byte, error) {
+	return func() ([]byte, int, error) {
 		if seq == count {
-			return nil, io.EOF
+			return nil, seq, io.EOF
 		}
 		seq++
 		b, err := g.Event(seq)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, seq, usagef("%v", err)
 		}
-		return check(seq, b)
+		b, err = check(seq, b)
+		return b, seq, err
 	}, nil
 }
 
@@ -434,10 +444,10 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	}
 	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	prog := newProgress(opts.streams, "sent", "signals")
+	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
 	for {
-		ev, err := next()
+		ev, _, err := next()
 		if err == io.EOF {
 			return nil
 		}
@@ -499,7 +509,7 @@ func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
 	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
-	e.prog = newProgress(opts.streams, "sent", "events")
+	e.prog = newProgress(opts.streams, "sent", "event")
 	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
 	return e
 }
@@ -561,8 +571,25 @@ func (o *emitOptions) limiter() *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(o.Rate), o.group())
 }
 
+// batch is the events of one request, each with its number (see source).
+type batch struct {
+	events [][]byte
+	nums   []int
+}
+
+// sendFailure is a request that failed: the events it was delivering when it failed (the
+// one, or a whole batch), and why.
+type sendFailure struct {
+	err error
+	batch
+}
+
+func (f *sendFailure) Error() string { return f.err.Error() }
+func (f *sendFailure) Unwrap() error { return f.err }
+
 // runDirect sends the events as they are read, without a spool: a failure that stops the
-// run leaves the rest unsent, and the message says how many.
+// run leaves the rest unsent, and the message says which event failed, why, and how many
+// were delivered.
 func (e *emitter) runDirect(ctx context.Context) error {
 	opts := e.opts
 	next, err := opts.source()
@@ -575,17 +602,22 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	group, lim := opts.group(), opts.limiter()
 	// The reader makes groups of events; --concurrency senders deliver them. With one
 	// sender, events arrive in order.
-	jobs := make(chan [][]byte, opts.Concurrency)
+	jobs := make(chan batch, opts.Concurrency)
 	g, gctx := errgroup.WithContext(ctx)
 	for range opts.Concurrency {
 		g.Go(func() error {
-			for events := range jobs {
-				res, err := e.s.Send(gctx, events)
-				if rerr := e.report(events, res); err == nil {
-					err = rerr
+			for b := range jobs {
+				res, err := e.s.Send(gctx, b.events)
+				if rerr := e.report(b.events, res); err == nil && rerr != nil {
+					return rerr
 				}
 				if err != nil {
-					return err
+					f := &sendFailure{err: err, batch: b}
+					if opts.Mode != "batch" { // one request per event: the first not delivered failed
+						i := min(len(res), len(b.events)-1)
+						f.batch = batch{events: b.events[i : i+1], nums: b.nums[i : i+1]}
+					}
+					return f
 				}
 			}
 			return nil
@@ -598,9 +630,9 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		readerDone <- func() error {
 			defer close(jobs)
 			for done := false; !done; {
-				var events [][]byte
-				for len(events) < group {
-					b, err := next()
+				var b batch
+				for len(b.events) < group {
+					ev, n, err := next()
 					if err == io.EOF {
 						done = true
 						break
@@ -608,18 +640,18 @@ func (e *emitter) runDirect(ctx context.Context) error {
 					if err != nil {
 						return err
 					}
-					events = append(events, b)
+					b.events, b.nums = append(b.events, ev), append(b.nums, n)
 				}
-				if len(events) == 0 {
+				if len(b.events) == 0 {
 					return nil
 				}
 				if lim != nil {
-					if err := lim.WaitN(gctx, len(events)); err != nil {
+					if err := lim.WaitN(gctx, len(b.events)); err != nil {
 						return err
 					}
 				}
 				select {
-				case jobs <- events:
+				case jobs <- b:
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -634,14 +666,20 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		return nil
 	case sendErr != nil:
 		e.prog.done()
-		if ctx.Err() == nil {
-			e.notSent()
+		if ctx.Err() != nil {
+			return sendErr // interrupted
 		}
-		return deliveryError(sendErr)
+		failure, hints := splitHints(e.failure(sendErr))
+		tally := e.notSent()
+		if tally == "" {
+			return withHints(failure, hints...)
+		}
+		fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s\n", safeText(failure.Error()))
+		return withHints(&statusError{exitError, errors.New(tally)}, hints...)
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
 		e.prog.done()
 		if n := e.delivered(); n > 0 {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", wasWere(n, "event"))
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", english.WasWere(n, "event"))
 		}
 		return readErr
 	case readErr != nil:
@@ -651,36 +689,85 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	return nil
 }
 
-// notSent says, after a failed delivery without a spool, what did not reach the receiver.
-func (e *emitter) notSent() {
+// notSent says, after a failed delivery without a spool, what did not reach the receiver;
+// nothing when the run had one event to send.
+func (e *emitter) notSent() string {
 	n := e.delivered()
-	w := e.opts.streams.ErrOut
 	if e.opts.File == "" {
 		total := max(e.opts.Count, 1)
-		fmt.Fprintf(w, "evtctl: delivered %d of %s; %s not sent\n", n, plural(total, "event"), wasWere(total-n, ""))
-		return
+		if total == 1 {
+			return ""
+		}
+		return fmt.Sprintf("delivered %d of %s; %s not sent", n, english.Plural(total, "event"), english.WasWere(total-n, ""))
 	}
-	fmt.Fprintf(w, "evtctl: delivered %s; the rest of --file %s was not sent\n", plural(n, "event"), e.opts.File)
+	return fmt.Sprintf("delivered %s; the rest of --file %s was not sent", english.Plural(n, "event"), e.opts.File)
 }
 
-// plural returns "1 event", "2 events".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+// failure words a failed delivery: a target that cannot be reached or does not take
+// events, with what to do about it; a refused event, naming it and giving the receiver's
+// reason; 410 Gone.
+func (e *emitter) failure(err error) error {
+	toNode := e.opts.To == ""
+	if ce := deliveryContact(err, toNode, e.opts.node.resolved, e.s.Where()); ce != nil {
+		return ce
 	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	var (
+		se *deliver.StatusError
+		f  *sendFailure
+	)
+	who := "the receiver"
+	if toNode {
+		who = "the node"
+	}
+	switch {
+	case errors.Is(err, deliver.ErrGone):
+		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
+	case errors.As(err, &se) && refusal(se.Status) && errors.As(err, &f):
+		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.batch), statusReason(se)),
+			authHint(err, toNode, e.opts.node.resolved)...)
+	}
+	return err
 }
 
-// wasWere returns "1 event was", "2 events were"; with no noun, "1 was", "2 were".
-func wasWere(n int, noun string) string {
-	s := strconv.Itoa(n)
-	if noun != "" {
-		s = plural(n, noun)
+// refusal reports a final answer about the request itself (4xx but 429): the events, or
+// how they were sent.
+func refusal(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusTooManyRequests
+}
+
+// statusReason is a refusal's status and the receiver's reason: `400 Bad Request: "source"
+// is missing`, or that it gave none.
+func statusReason(se *deliver.StatusError) string {
+	s := strconv.Itoa(se.Status)
+	if t := http.StatusText(se.Status); t != "" {
+		s += " " + t
 	}
-	if n == 1 {
-		return s + " was"
+	if strings.TrimSpace(se.Reason) == "" {
+		return s + ", with no reason given"
 	}
-	return s + " were"
+	return s + ": " + safeText(se.Reason)
+}
+
+// describeEvents names the events of a request for a message: their id, and their line of
+// --file or their number.
+func (e *emitter) describeEvents(b batch) string {
+	where := func(nums []int) string {
+		first, last := nums[0], nums[len(nums)-1]
+		switch {
+		case e.opts.File != "" && first == last:
+			return fmt.Sprintf("--file line %d", first)
+		case e.opts.File != "":
+			return fmt.Sprintf("--file lines %d-%d", first, last)
+		case first == last:
+			return fmt.Sprintf("number %d of %d", first, max(e.opts.Count, 1))
+		}
+		return fmt.Sprintf("numbers %d-%d of %d", first, last, max(e.opts.Count, 1))
+	}
+	if len(b.events) == 1 {
+		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.events[0])), where(b.nums))
+	}
+	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.events), "event"),
+		safeText(eventID(b.events[0])), safeText(eventID(b.events[len(b.events)-1])), where(b.nums))
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -689,7 +776,7 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 		return
 	}
 	el := time.Since(start)
-	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
+	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", english.Plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
 	if dups > 0 {
 		if dups == 1 {
 			fmt.Fprint(o.streams.ErrOut, "; 1 was a duplicate the node already had")
@@ -702,14 +789,23 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 
 func eventID(b []byte) string { return gjson.GetBytes(b, "id").String() }
 
-// deliveryError words a failed delivery for the user.
-func deliveryError(err error) error {
+// deliveryError words a failure that stopped a spool's drain: the request, not one event,
+// was refused (a refused event is dead-lettered), or the target cannot be reached.
+func (e *emitter) deliveryError(err error) error {
+	toNode := e.opts.To == ""
+	if ce := deliveryContact(err, toNode, e.opts.node.resolved, e.s.Where()); ce != nil {
+		return ce
+	}
+	who := "the receiver"
+	if toNode {
+		who = "the node"
+	}
 	var se *deliver.StatusError
 	switch {
 	case errors.Is(err, deliver.ErrGone):
-		return fmt.Errorf("the receiver answered 410 Gone: it takes no more events; stopping")
-	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests:
-		return fmt.Errorf("the receiver refused the event (%d): %s", se.Status, se.Reason)
+		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
+	case errors.As(err, &se) && refusal(se.Status):
+		return withHints(fmt.Errorf("%s refused the request: %s", who, statusReason(se)), authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err
 }

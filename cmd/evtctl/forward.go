@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/deliver"
@@ -307,7 +308,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	default:
 		head, err := headCursor(ctx, c, retryReporter(opts.streams))
 		if err != nil {
-			return err
+			return opts.node.explain(err)
 		}
 		if head == "" {
 			so.FromStart = true // an empty log: everything is new
@@ -399,7 +400,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return opts.query.refused(err)
+	return opts.node.explain(opts.query.refused(err))
 }
 
 // startAt applies --from to the stream options.
@@ -534,8 +535,8 @@ func (r *forwardReporter) result(res forward.Result) error {
 		}
 		fmt.Fprintln(r.s.ErrOut, safeText(line))
 	case res.Outcome == forward.OutcomeDeadLetter:
-		fmt.Fprintf(r.s.ErrOut, "evtctl: gave up on event %s (cursor %s) after %d attempts (status %s): %s\n",
-			safeText(res.ID), res.Cursor, res.Attempt, status, safeText(res.Reason))
+		fmt.Fprintf(r.s.ErrOut, "evtctl: gave up on event %s (cursor %s) after %s (status %s): %s\n",
+			safeText(res.ID), res.Cursor, english.Plural(res.Attempt, "attempt"), status, safeText(res.Reason))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/lint"
 )
@@ -98,7 +99,7 @@ func runLint(opts *lintOptions) error {
 		return err
 	}
 	if opts.Output == "text" {
-		fmt.Fprintf(opts.streams.ErrOut, "%d events checked: %d errors, %d warnings\n", events, errs, warns)
+		fmt.Fprintf(opts.streams.ErrOut, "%s checked: %s, %s\n", english.Plural(events, "event"), english.Plural(errs, "error"), english.Plural(warns, "warning"))
 	}
 	if errs > 0 {
 		return &statusError{exitError, errors.New("")}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 )
@@ -89,11 +90,11 @@ func (opts *replayOptions) resolve() (query string, from, to client.Position, c 
 		return
 	}
 	now := opts.now()
-	if from, err = parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now); err != nil {
-		return
-	}
-	if opts.Since != "" && from.Time.IsZero() {
-		err = usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
+	if opts.Since != "" {
+		if from.Time, err = parseSince(opts.Since, now); err != nil {
+			return
+		}
+	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
 		return
 	}
 	if to, err = parsePosition("--to", opts.To, now); err != nil {
@@ -115,7 +116,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	prog := newProgress(opts.streams, "replayed", "events")
+	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
@@ -137,10 +138,10 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		return nil
 	})
 	prog.done()
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
-// progress shows a running count on stderr, only when stderr is a terminal, and a last
+// progress shows a running count of things (a singular noun: "event") on stderr, only when stderr is a terminal, and a last
 // line with the total and the rate when it has shown anything.
 type progress struct {
 	s           *iostreams.IOStreams
@@ -163,17 +164,17 @@ func (p *progress) add(n int) {
 		if p.total > 0 {
 			const width = 30
 			done := min(width*p.n/p.total, width)
-			fmt.Fprintf(p.s.ErrOut, "\r\x1b[K[%s%s] %3d%% %d/%d %s (%.0f/s)", strings.Repeat("#", done), strings.Repeat(".", width-done),
-				100*p.n/p.total, p.n, p.total, p.thing, rate)
+			fmt.Fprintf(p.s.ErrOut, "\r\x1b[K[%s%s] %3d%% %d/%s (%.0f/s)", strings.Repeat("#", done), strings.Repeat(".", width-done),
+				100*p.n/p.total, p.n, english.Plural(p.total, p.thing), rate)
 			return
 		}
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s (%.0f/s)", p.verb, p.n, p.thing, rate)
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %s (%.0f/s)", p.verb, english.Plural(p.n, p.thing), rate)
 	}
 }
 
 func (p *progress) done() {
 	if p.on && !p.shown.IsZero() {
 		el := time.Since(p.start)
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s in %s (%.0f/s)\n", p.verb, p.n, p.thing, el.Round(time.Millisecond), float64(p.n)/max(el.Seconds(), 1e-9))
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %s in %s (%.0f/s)\n", p.verb, english.Plural(p.n, p.thing), el.Round(time.Millisecond), float64(p.n)/max(el.Seconds(), 1e-9))
 	}
 }

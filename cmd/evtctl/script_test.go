@@ -59,10 +59,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: scriptCmds,
+		Condition: func(cond string) (bool, error) {
+			if port, ok := strings.CutPrefix(cond, "free:"); ok {
+				return portFree(port), nil // [free:7480]: nothing listens on 127.0.0.1:7480
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
-// cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it.
+// cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it
+// (NODE_ADDR is its host:port).
 //
 //	node [-max-items N] [-window D] [-read-token T] [-ingest-token T] [-dir DIR] [-wait-max D]
 func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
@@ -109,6 +116,7 @@ func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
 	hs := srv.HTTPServer(ln.Addr().String(), 2*time.Second)
 	go hs.Serve(ln)
 	ts.Setenv("EVTCTL_NODE", "http://"+ln.Addr().String())
+	ts.Setenv("NODE_ADDR", ln.Addr().String())
 	ts.Defer(func() {
 		srv.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

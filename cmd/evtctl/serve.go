@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/eventlog"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/jetstream"
@@ -473,7 +474,7 @@ func runVerify(opts *serveOptions) error {
 		return err
 	}
 	out := opts.streams.Out
-	fmt.Fprintf(out, "%s: %s in %s", r.Dir, plural(int(r.Records), "intact event"), plural(r.Files, "segment file"))
+	fmt.Fprintf(out, "%s: %s in %s", r.Dir, english.Plural(int(r.Records), "intact event"), english.Plural(r.Files, "segment file"))
 	if r.HighMark > 0 {
 		fmt.Fprintf(out, "; the highest sequence number committed is %d", r.HighMark)
 	}
@@ -492,5 +493,5 @@ func runVerify(opts *serveOptions) error {
 	for _, d := range r.Damage {
 		lost += d.Count()
 	}
-	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", plural(int(lost), "event"), plural(len(r.Damage), "damaged range"))}
+	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", english.Plural(int(lost), "event"), english.Plural(len(r.Damage), "damaged range"))}
 }

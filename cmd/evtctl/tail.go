@@ -143,13 +143,11 @@ func (opts *tailOptions) resolve() (query string, from client.Position, c *clien
 		from = client.Position{Cursor: opts.After}
 	}
 	if opts.Since != "" {
-		if from, err = parsePosition("--since", opts.Since, opts.now()); err != nil {
+		var t time.Time
+		if t, err = parseSince(opts.Since, opts.now()); err != nil {
 			return
 		}
-		if from.Time.IsZero() {
-			err = usagef("--since takes a duration or a time; use --after for a cursor")
-			return
-		}
+		from = client.Position{Time: t}
 	}
 	c, err = opts.node.client()
 	return
@@ -244,7 +242,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if ferr := ck.update("", true); ferr != nil && err == nil {
 		err = ferr
 	}
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
 // streamResult maps how a stream ended to the command's result.
