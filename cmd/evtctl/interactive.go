@@ -72,10 +72,10 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
-	return runInteractive(ctx, opts.streams, c, interactiveConfig{
+	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
 		Query: query, Follow: true, From: from, FromStart: opts.FromStart, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, Wait: opts.Wait, RetryFor: opts.RetryFor,
-	})
+	}))
 }
 
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
@@ -88,10 +88,10 @@ func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	return runInteractive(ctx, opts.streams, c, interactiveConfig{
+	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, RetryFor: opts.RetryFor,
-	})
+	}))
 }
 
 // interactiveConfig says what the terminal UI shows. The zero value follows the head of

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"github.com/evtctl/evtctl/internal/english"
 	"strings"
 	"unicode/utf8"
 
@@ -174,7 +175,7 @@ func (p *promptModel) view(writing int) []string {
 	var out []string
 	label := "filter › "
 	if p.kind == promptWrite {
-		label = "write " + plural(writing, "event") + " to › "
+		label = "write " + english.Plural(writing, "event") + " to › "
 	}
 	in, caretCol := p.inputView(width - p.c.cells.screen(label))
 	line := st.prompt.Render(label) + in

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/evtctl/evtctl/internal/english"
 	"sort"
 	"strconv"
 	"strings"
@@ -288,7 +289,7 @@ func (s *connModel) bar(f statusFacts) string {
 	head := style.Render(state)
 	used := cs.width(state)
 	if f.paused {
-		pause := " ❚❚ PAUSED · " + plural(f.waiting, "new event") + " "
+		pause := " ❚❚ PAUSED · " + english.Plural(f.waiting, "new event") + " "
 		head += ps.statusPaused.Render(pause)
 		used += cs.width(pause)
 	}

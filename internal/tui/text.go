@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -162,15 +161,6 @@ func (c cells) pad(s string, w int) string {
 func (c cells) clip(s string, w int) string {
 	if c.screen(s) > w {
 		return ansi.Method(c).Truncate(s, w, "")
-	}
-	return s
-}
-
-// plural is n and what, in the plural unless n is 1.
-func plural(n int, what string) string {
-	s := strconv.Itoa(n) + " " + what
-	if n != 1 {
-		s += "s"
 	}
 	return s
 }

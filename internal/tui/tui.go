@@ -12,6 +12,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/evtctl/evtctl/internal/english"
 	"io"
 	"time"
 
@@ -176,7 +177,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.prompt.open(promptWrite, msg.path)
 			m.prompt.setErr("write failed: " + msg.err.Error())
 		} else {
-			m.conn.setFlash("wrote "+plural(msg.n, "event")+" to "+msg.path, false)
+			m.conn.setFlash("wrote "+english.Plural(msg.n, "event")+" to "+msg.path, false)
 		}
 	case copiedMsg:
 		if msg.err != nil {
