@@ -55,6 +55,10 @@ func BenchmarkData(b *testing.B) { benchRender(b, Options{Format: "data"}) }
 
 func BenchmarkPretty(b *testing.B) { benchRender(b, Options{Format: "pretty", Color: true}) }
 
+func BenchmarkPrettyFitted(b *testing.B) {
+	benchRender(b, Options{Format: "pretty", Color: true, Width: func() int { return 120 }})
+}
+
 func BenchmarkTemplate(b *testing.B) {
 	benchRender(b, Options{Format: "template", Template: `{{.Cursor}} {{.Type}} {{.Subject | default "-"}} {{.Payload.enrollment.user.id}}`})
 }

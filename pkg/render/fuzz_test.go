@@ -22,6 +22,8 @@ var fuzzOptions = []Options{
 	{Format: "jsonl", Fields: []string{"cursor", "data.id", "data.data", "data.value.height", "@this"}},
 	{Format: "ce", Fields: []string{"id", "data.#", "value"}},
 	{Format: "data", Fields: []string{"@this", "user.id", "0"}},
+	{Format: "pretty", Width: func() int { return 80 }},
+	{Format: "pretty", Color: true, Width: func() int { return 33 }},
 }
 
 func FuzzRender(f *testing.F) {
@@ -88,6 +90,11 @@ func FuzzRender(f *testing.F) {
 			}
 			if esc != 0 {
 				t.Fatalf("pretty of %q: stray ESC in %q", raw, got)
+			}
+			if opts.Width != nil {
+				if w, n := opts.Width(), cols(strings.TrimSuffix(got, "\n")); n > w {
+					t.Fatalf("pretty of %q fitted to %d columns: %d columns: %q", raw, w, n, got)
+				}
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
 )
@@ -49,6 +50,12 @@ type Options struct {
 	// Color adds ANSI colours to the pretty format. The caller decides (stdout is a
 	// terminal and NO_COLOR is unset); no other format ever writes colour.
 	Color bool
+	// Width, when not nil, fits the pretty format to a terminal: it is asked for the
+	// terminal's width in columns before the first line after New and after each Flush
+	// (so once per batch, and a resized window is seen), and each line is then cut to
+	// that width, with columns aligned and the time shortened to the local time of day.
+	// A width <= 0 leaves lines unfitted, as when Width is nil.
+	Width func() int
 }
 
 // Formats lists the names accepted in Options.Format.
@@ -68,6 +75,14 @@ type Renderer struct {
 	tstate  *tmplState
 	line    []byte // the line being built, reused
 	scratch []byte // a second reusable buffer
+
+	// fitted pretty lines
+	widthFn    func() int
+	widthAsked bool   // widthFn was called since the last Flush
+	lay        layout // the columns at the width last asked
+	loc        *time.Location
+	now        func() time.Time
+	tbuf       [32]byte
 }
 
 // New returns a Renderer writing to w, or an error naming what is wrong with opts.
@@ -85,7 +100,7 @@ func New(w io.Writer, opts Options) (*Renderer, error) {
 	case len(opts.Fields) > 0 && (format == "pretty" || format == "template"):
 		return nil, fmt.Errorf("fields go with output formats jsonl, ce and data, not %s", format)
 	}
-	r := &Renderer{format: format, color: opts.Color}
+	r := &Renderer{format: format, color: opts.Color, widthFn: opts.Width, loc: time.Local, now: time.Now}
 	if format == "template" {
 		if err := r.parseTemplate(opts.Template); err != nil {
 			return nil, err
@@ -122,6 +137,7 @@ func (r *Renderer) Item(it client.Item) error {
 // Flush writes what is buffered. It returns the writer's error unchanged, so that
 // errors.Is(err, syscall.EPIPE) tells a reader that has gone.
 func (r *Renderer) Flush() error {
+	r.widthAsked = false
 	return r.w.Flush()
 }
 

@@ -437,7 +437,8 @@ func TestAppendDisplay(t *testing.T) {
 		{"öööö", 4, false, "öööö"},
 	}
 	for _, tc := range tests {
-		if got := string(appendDisplay(nil, tc.in, tc.limit, tc.json)); got != tc.want {
+		if b, _ := appendDisplay(nil, tc.in, tc.limit, tc.json); string(b) != tc.want {
+			got := string(b)
 			t.Errorf("appendDisplay(%q, %d, %v) = %q, want %q", tc.in, tc.limit, tc.json, got, tc.want)
 		}
 	}
