@@ -228,7 +228,10 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 	if o.Template != "" && format != "template" {
 		return nil, usagef("--template goes with -o template")
 	}
-	r, err := render.New(s.Out, render.Options{Format: format, Template: o.Template, Fields: o.Fields, Color: s.ColorEnabled()})
+	r, err := render.New(s.Out, render.Options{
+		Format: format, Template: o.Template, Fields: o.Fields,
+		Color: s.ColorEnabled(), Width: s.TerminalWidth, // pretty lines fit a terminal
+	})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
