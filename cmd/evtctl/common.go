@@ -206,9 +206,16 @@ type outputOptions struct {
 	Fields   []string
 }
 
-func (o *outputOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVarP(&o.Format, "output", "o", "", "output format: "+strings.Join(render.Formats(), ", ")+" (default pretty on a terminal, jsonl otherwise)")
-	choices(f, "output", render.Formats()...)
+// uiFormat is -o tui, for the commands that can show events in the terminal UI.
+var uiFormat = choice{name: "tui", help: "the terminal UI, as -i"}
+
+// addFlags adds -o with render's formats and more.
+func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
+	var formats []choice
+	for _, name := range render.Formats() {
+		formats = append(formats, choice{name: name})
+	}
+	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
 	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
 }
@@ -281,15 +288,16 @@ type headerEncodingOption struct {
 
 func (o *headerEncodingOption) addFlag(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringVar(&o.value, "header-encoding", "percent", "how binary mode writes ce- header values: percent (as the HTTP binding requires; for evtctl nodes and receivers that follow the binding) or raw (for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them)")
-	choices(f, "header-encoding", "percent", "raw")
+	enumVar(f, &o.value, "header-encoding", "percent", "how binary mode writes ce- header values: {values}",
+		choice{name: "percent", help: "as the HTTP binding requires; for evtctl nodes and receivers that follow the binding"},
+		choice{name: "raw", help: "for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them"})
 }
 
 // get checks the flag against the content mode and returns the encoding.
 func (o *headerEncodingOption) get(mode string) (deliver.HeaderEncoding, error) {
-	enc, err := deliver.ParseHeaderEncoding(o.value)
+	enc, err := deliver.ParseHeaderEncoding(o.value) // the flag took only these values
 	if err != nil {
-		return 0, usagef("--header-encoding must be percent or raw, got %q", o.value)
+		return 0, usagef("--header-encoding: %v", err)
 	}
 	if o.flags != nil && o.flags.Changed("header-encoding") && mode != "binary" {
 		return 0, usagef("--header-encoding applies to binary mode; it does not go with --mode %s", mode)

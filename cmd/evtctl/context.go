@@ -308,8 +308,7 @@ func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (JSON lines)")
-	choices(cmd.Flags(), "output", "table", "json")
+	enumVarP(cmd.Flags(), &output, "output", "o", "table", "{values}", choice{name: "table"}, choice{name: "json", help: "JSON lines"})
 	return cmd
 }
 

@@ -119,8 +119,8 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
-	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
-	choices(f, "mode", "structured", "binary", "batch")
+	enumVar(f, &opts.Mode, "mode", "structured", "HTTP content mode: {values}", choice{name: "structured"},
+		choice{name: "binary", help: "extensions as strings"}, choice{name: "batch", help: "--batch-size events per request"})
 	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
@@ -130,27 +130,18 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
 	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
-	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
+	enumVar(f, &opts.SignalFormat, "signal-format", "form", "how --signal sends: {values}",
+		choice{name: "form", help: "POST"}, choice{name: "json", help: "POST"}, choice{name: "get", help: "query string"})
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
 	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
-	f.StringVarP(&opts.Output, "output", "o", "", "text or json: one line per accepted event (default text on a terminal, json otherwise)")
-	choices(f, "output", "text", "json")
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
+		choice{name: "text"}, choice{name: "json"})
 	return cmd
 }
 
 func (o *emitOptions) validate(cmd *cobra.Command) error {
-	switch o.Mode {
-	case "binary", "structured", "batch":
-	default:
-		return usagef("--mode must be binary, structured or batch, got %q", o.Mode)
-	}
-	switch o.Output {
-	case "", "text", "json":
-	default:
-		return usagef("--output must be text or json, got %q", o.Output)
-	}
 	if o.BatchSize < 1 {
 		return usagef("--batch-size must be at least 1")
 	}
@@ -175,11 +166,6 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 			return usagef("--signal: %v", err)
 		}
 		o.Signal = u
-		switch o.SignalFormat {
-		case "form", "json", "get":
-		default:
-			return usagef("--signal-format must be form, json or get, got %q", o.SignalFormat)
-		}
 		for _, f := range []string{"to", "node", "mode", "header-encoding", "batch-size", "spool", "flush", "file", "concurrency"} {
 			if cmd.Flags().Changed(f) {
 				return usagef("--signal sends signals made from the flags; --%s does not apply", f)

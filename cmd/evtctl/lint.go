@@ -39,17 +39,11 @@ warnings alone exit 0.`,
   evtctl replay --since 1h -o ce | evtctl lint
   evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch opts.Output {
-			case "text", "json":
-			default:
-				return usagef("--output must be text or json, got %q", opts.Output)
-			}
 			opts.Args = args
 			return runLint(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text, or json (one finding per line)")
-	choices(cmd.Flags(), "output", "text", "json")
+	enumVarP(cmd.Flags(), &opts.Output, "output", "o", "text", "{values}", choice{name: "text"}, choice{name: "json", help: "one finding per line"})
 	return cmd
 }
 
