@@ -209,11 +209,14 @@ type outputOptions struct {
 // uiFormat is -o tui, for the commands that can show events in the terminal UI.
 var uiFormat = choice{name: "tui", help: "the terminal UI, as -i"}
 
-// addFlags adds -o with render's formats and more.
+// addFlags adds -o with render's formats, json for jsonl, and more.
 func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
 	var formats []choice
 	for _, name := range render.Formats() {
 		formats = append(formats, choice{name: name})
+		if name == "jsonl" {
+			formats = append(formats, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
+		}
 	}
 	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
 	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")

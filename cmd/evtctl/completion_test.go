@@ -83,8 +83,9 @@ func TestCompleteChoices(t *testing.T) {
 	}{
 		{[]string{"tail", "--on-gap", ""}, []string{"warn", "fail", "ignore"}},
 		{[]string{"tail", "-o", "p"}, []string{"pretty"}},
-		{[]string{"replay", "--output", ""}, []string{"jsonl", "pretty", "ce", "data", "template", "tui"}},
+		{[]string{"replay", "--output", ""}, []string{"jsonl", "json", "pretty", "ce", "data", "template", "tui"}},
 		{[]string{"emit", "--signal-format", ""}, []string{"form", "json", "get"}},
+		{[]string{"forward", "-o", ""}, []string{"jsonl", "json"}},
 		{[]string{"serve", "--log-level", "d"}, []string{"debug"}},
 		{[]string{"bench", "ingest", "--mode", ""}, []string{"batch", "structured"}},
 		{[]string{"emit", "--mode", "b"}, []string{"binary", "batch"}},

@@ -119,7 +119,8 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.IntVar(&opts.MaxPending, "max-pending", forward.DefaultMaxPending, "events waiting for a retry before reading new ones pauses")
 	f.StringVar(&opts.Secret, "secret", "", "sign deliveries (Standard Webhooks: whsec_ and base64) (default $EVTCTL_WEBHOOK_SECRET)")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
-	enumVarP(f, &opts.Output, "output", "o", "", "{values}: write each attempt's result to stdout as a JSON line", choice{name: "jsonl"})
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}: write each attempt's result to stdout as a JSON line",
+		choice{name: "jsonl"}, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
 	enumVar(f, &opts.Sync, "sync", "always", "when to fsync the retry journal: {values}", choice{name: "always", help: "for every outcome"},
 		choice{name: "checkpoint", help: "before each checkpoint: faster; a power loss may repeat recent deliveries"})
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head is delivered or dead-lettered (retries included)")
