@@ -47,6 +47,10 @@ type Options struct {
 	// paths as given and whose values are the matched JSON, or null. Not with pretty or
 	// template.
 	Fields []string
+	// JQ, when not nil, is run on the JSON value written for each item (after Fields), and
+	// its results are written instead, one a line (see JQ.Append). Not with pretty or
+	// template.
+	JQ *JQ
 	// Color adds ANSI colours to the pretty format. The caller decides (stdout is a
 	// terminal and NO_COLOR is unset); no other format ever writes colour.
 	Color bool
@@ -75,6 +79,8 @@ type Renderer struct {
 	tstate  *tmplState
 	line    []byte // the line being built, reused
 	scratch []byte // a second reusable buffer
+	jq      *JQ
+	jqOut   []byte // what jq made of the line, reused
 
 	// fitted pretty lines
 	widthFn    func() int
@@ -99,8 +105,10 @@ func New(w io.Writer, opts Options) (*Renderer, error) {
 		return nil, fmt.Errorf("a template goes with output format template, not %s", format)
 	case len(opts.Fields) > 0 && (format == "pretty" || format == "template"):
 		return nil, fmt.Errorf("fields go with output formats jsonl, ce and data, not %s", format)
+	case opts.JQ != nil && (format == "pretty" || format == "template"):
+		return nil, fmt.Errorf("jq filters JSON: it goes with output formats jsonl, ce and data, not %s", format)
 	}
-	r := &Renderer{format: format, color: opts.Color, widthFn: opts.Width, loc: time.Local, now: time.Now}
+	r := &Renderer{format: format, color: opts.Color, jq: opts.JQ, widthFn: opts.Width, loc: time.Local, now: time.Now}
 	if format == "template" {
 		if err := r.parseTemplate(opts.Template); err != nil {
 			return nil, err
@@ -189,7 +197,21 @@ func (r *Renderer) doc(it client.Item, doc []byte) error {
 	if err != nil {
 		return itemError(it, err)
 	}
+	if r.jq != nil {
+		return r.writeJQ(it, b)
+	}
 	return r.writeLine(b)
+}
+
+// writeJQ writes what r.jq makes of the JSON value doc; nothing when it fails.
+func (r *Renderer) writeJQ(it client.Item, doc []byte) error {
+	out, err := r.jq.Append(r.jqOut[:0], doc)
+	r.jqOut = out
+	if err != nil {
+		return itemError(it, fmt.Errorf("jq: %w", err))
+	}
+	_, err = r.w.Write(out)
+	return err
 }
 
 // writeLine writes b and a newline.
