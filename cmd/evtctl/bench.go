@@ -31,6 +31,7 @@ type benchOptions struct {
 	Memory      bool
 	Sync        string
 	Output      string
+	JQ          jqOption
 
 	// nodeProcess says how to run an evtctl binary for a node in a process of its own
 	// (pollers --embedded): this executable by default; tests replace it.
@@ -47,9 +48,16 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	enumVar(f, &o.Sync, "sync", "always", "with --embedded: when the node acknowledges appends: {values}",
 		choice{name: "always", help: "after fsync"}, choice{name: "none", help: "after write"})
 	enumVarP(f, &o.Output, "output", "o", "", "{values}; by default table on a terminal, json otherwise", choice{name: "table"}, choice{name: "json"})
+	o.JQ.addFlag(f)
 }
 
 func (o *benchOptions) validate(cmd *cobra.Command) error {
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+		return err
+	}
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
+	}
 	f := cmd.Flags()
 	if o.Embedded && (f.Changed("node") || f.Changed("context")) {
 		return usagef("--embedded and --node (or --context) choose the node: give one")
@@ -427,7 +435,7 @@ func (o *benchOptions) write(r *bench.Report) error {
 		}
 	}
 	if format == "json" {
-		return r.WriteJSON(o.streams.Out)
+		return r.WriteJSON(o.JQ.writer(o.streams.Out))
 	}
 	return r.WriteTable(o.streams.Out)
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -193,17 +196,75 @@ func (o *queryOptions) refused(err error) error {
 // explainSyntax shows a query error with a caret under the offending byte.
 func explainSyntax(q string, err error) string {
 	var se *filter.SyntaxError
-	if !errors.As(err, &se) || strings.ContainsAny(q, "\n\t") {
+	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	return fmt.Sprintf("%v\n  %s\n  %s^", err, q, strings.Repeat(" ", min(se.Offset, len(q))))
+	return pointAt(q, se.Offset, err)
 }
 
-// outputOptions are the flags that shape what is written to stdout.
+// pointAt shows err, then text with a caret under the byte at offset (which counts in
+// bytes; text of one line, without tabs, in a terminal's single-width characters lines up).
+func pointAt(text string, offset int, err error) string {
+	if offset < 0 || strings.ContainsAny(text, "\n\t") {
+		return err.Error()
+	}
+	col := runewidth.StringWidth(text[:min(offset, len(text))])
+	return fmt.Sprintf("%v\n  %s\n  %s^", err, text, strings.Repeat(" ", col))
+}
+
+// jqOption is --jq, on every command that writes JSON.
+type jqOption struct {
+	Expr string
+	q    *render.JQ // compiled by compile
+}
+
+func (o *jqOption) addFlag(f *pflag.FlagSet) {
+	f.StringVar(&o.Expr, "jq", "", "filter each JSON value written with a jq expression (gojq); a string result is printed as it is, others as compact JSON; implies JSON output")
+}
+
+// compile compiles --jq, once: a mistake is a usage error that points at it. The
+// expression stops when ctx ends.
+func (o *jqOption) compile(ctx context.Context) error {
+	if o.Expr == "" || o.q != nil {
+		return nil
+	}
+	q, err := render.CompileJQ(ctx, o.Expr)
+	var je *render.JQError
+	if errors.As(err, &je) {
+		return usagef("--jq: %s", pointAt(o.Expr, je.Offset, err))
+	}
+	o.q = q
+	return err
+}
+
+// implyJSON makes a command whose -o chooses between text and JSON write JSON for --jq:
+// format becomes json when -o was not given, and any other format given is a usage error.
+func (o *jqOption) implyJSON(format *string, given bool, json string) error {
+	switch {
+	case o.Expr == "":
+	case !given:
+		*format = json
+	case *format != json:
+		return usagef("--jq filters JSON; it does not go with -o %s", *format)
+	}
+	return nil
+}
+
+// writer returns w, through the compiled --jq if there is one: each line written must
+// then be one JSON value.
+func (o *jqOption) writer(w io.Writer) io.Writer {
+	if o.q == nil {
+		return w
+	}
+	return o.q.Writer(w)
+}
+
+// outputOptions are the flags that shape what tail, replay and demo write to stdout.
 type outputOptions struct {
 	Format   string
 	Template string
 	Fields   []string
+	JQ       jqOption
 }
 
 // uiFormat is -o tui, for the commands that can show events in the terminal UI.
@@ -221,15 +282,41 @@ func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
 	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
 	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
+	o.JQ.addFlag(f)
 }
 
-func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, error) {
+// given reports whether a flag that shapes written output was given.
+func (o *outputOptions) given() bool {
+	return o.Format != "" || o.Template != "" || len(o.Fields) > 0 || o.JQ.Expr != ""
+}
+
+// check compiles --jq before any work, and refuses it where nothing JSON is written: in
+// the terminal UI (interactive), with -o pretty, template or tui, or with --template.
+func (o *outputOptions) check(ctx context.Context, interactive bool) error {
+	if err := o.JQ.compile(ctx); err != nil || o.JQ.Expr == "" {
+		return err
+	}
+	switch {
+	case interactive && (o.Format == "" || o.Format == "tui"):
+		return usagef("--jq does not go with -i (the terminal UI)")
+	case o.Template != "":
+		return usagef("--jq does not go with --template: a template writes text, and --jq filters JSON")
+	case o.Format == "pretty" || o.Format == "template" || o.Format == "tui":
+		return usagef("--jq filters JSON; it does not go with -o %s", o.Format)
+	}
+	return nil
+}
+
+func (o *outputOptions) renderer(ctx context.Context, s *iostreams.IOStreams) (*render.Renderer, error) {
+	if err := o.check(ctx, false); err != nil {
+		return nil, err
+	}
 	format := o.Format
 	if format == "" {
 		switch {
 		case o.Template != "":
 			format = "template"
-		case s.IsStdoutTTY() && len(o.Fields) == 0:
+		case s.IsStdoutTTY() && len(o.Fields) == 0 && o.JQ.Expr == "":
 			format = "pretty"
 		default:
 			format = "jsonl"
@@ -239,7 +326,7 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 		return nil, usagef("--template goes with -o template")
 	}
 	r, err := render.New(s.Out, render.Options{
-		Format: format, Template: o.Template, Fields: o.Fields,
+		Format: format, Template: o.Template, Fields: o.Fields, JQ: o.JQ.q,
 		Color: s.ColorEnabled(), Width: s.TerminalWidth, // pretty lines fit a terminal
 	})
 	if err != nil {

@@ -51,6 +51,7 @@ type emitOptions struct {
 	Spool           string
 	Flush           string
 	Output          string
+	JQ              jqOption
 	MaxAttempts     int
 	Timeout         time.Duration
 	Strict          bool
@@ -138,10 +139,17 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
 	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
 		choice{name: "text"}, choice{name: "json"})
+	opts.JQ.addFlag(f)
 	return cmd
 }
 
 func (o *emitOptions) validate(cmd *cobra.Command) error {
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+		return err
+	}
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
+	}
 	if o.BatchSize < 1 {
 		return usagef("--batch-size must be at least 1")
 	}
@@ -420,6 +428,7 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	}
 	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
+	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signals")
 	defer prog.done()
 	for {
@@ -441,9 +450,16 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		}
 		typ := gjson.GetBytes(ev, "type").String()
 		if jsonOut {
-			fmt.Fprintf(opts.streams.Out, "{\"signal\":%q,\"status\":%d}\n", typ, status)
+			b, _ := json.Marshal(struct {
+				Signal string `json:"signal"`
+				Status int    `json:"status"`
+			}{typ, status})
+			_, err = out.Write(append(b, '\n'))
 		} else {
-			fmt.Fprintf(opts.streams.Out, "signalled %s (%d)\n", typ, status)
+			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
+		}
+		if err != nil && !closedPipe(err) { // a reader that has gone does not stop the signals
+			return err
 		}
 		prog.add(1)
 	}
@@ -480,7 +496,7 @@ type emitter struct {
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
 	e := &emitter{
-		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.streams.Out),
+		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.JQ.writer(opts.streams.Out)),
 		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
 	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would

@@ -44,6 +44,7 @@ type forwardOptions struct {
 	Secret         string
 	Headers        []string
 	Output         string
+	JQ             jqOption
 	Sync           string
 	UntilCaughtUp  bool
 	OnGap          string
@@ -119,6 +120,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.IntVar(&opts.MaxPending, "max-pending", forward.DefaultMaxPending, "events waiting for a retry before reading new ones pauses")
 	f.StringVar(&opts.Secret, "secret", "", "sign deliveries (Standard Webhooks: whsec_ and base64) (default $EVTCTL_WEBHOOK_SECRET)")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
+	opts.JQ.addFlag(f)
 	enumVarP(f, &opts.Output, "output", "o", "", "{values}: write each attempt's result to stdout as a JSON line",
 		choice{name: "jsonl"}, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
 	enumVar(f, &opts.Sync, "sync", "always", "when to fsync the retry journal: {values}", choice{name: "always", help: "for every outcome"},
@@ -132,6 +134,12 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 }
 
 func (o *forwardOptions) validate(cmd *cobra.Command) error {
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "jsonl"); err != nil {
+		return err
+	}
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
+	}
 	if o.To == "" {
 		return usagef("--to is required: the webhook to deliver to")
 	}
@@ -459,7 +467,7 @@ type forwardReporter struct {
 func newForwardReporter(opts *forwardOptions) *forwardReporter {
 	r := &forwardReporter{s: opts.streams, tty: opts.streams.IsStderrTTY(), counts: map[forward.Outcome]int{}}
 	if opts.Output == "jsonl" {
-		r.out = bufio.NewWriter(opts.streams.Out)
+		r.out = bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
 	}
 	return r
 }

@@ -19,6 +19,7 @@ import (
 type lintOptions struct {
 	streams *iostreams.IOStreams
 	Output  string
+	JQ      jqOption
 	Args    []string
 }
 
@@ -39,11 +40,18 @@ warnings alone exit 0.`,
   evtctl replay --since 1h -o ce | evtctl lint
   evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := opts.JQ.compile(cmd.Context()); err != nil {
+				return err
+			}
 			opts.Args = args
 			return runLint(opts)
 		},
 	}
 	enumVarP(cmd.Flags(), &opts.Output, "output", "o", "text", "{values}", choice{name: "text"}, choice{name: "json", help: "one finding per line"})
+	opts.JQ.addFlag(cmd.Flags())
 	return cmd
 }
 
@@ -59,7 +67,7 @@ func runLint(opts *lintOptions) error {
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
 	}
-	w := bufio.NewWriter(opts.streams.Out)
+	w := bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
 	defer w.Flush()
 	errs, warns, events := 0, 0, 0
 	for _, in := range inputs {
@@ -92,7 +100,7 @@ func runLint(opts *lintOptions) error {
 		return err
 	}
 	if opts.Output == "text" {
-		fmt.Fprintf(opts.streams.ErrOut, "%d events checked: %d errors, %d warnings\n", events, errs, warns)
+		fmt.Fprintf(opts.streams.ErrOut, "%s checked: %s, %s\n", plural(events, "event"), plural(errs, "error"), plural(warns, "warning"))
 	}
 	if errs > 0 {
 		return &statusError{exitError, errors.New("")}

@@ -58,6 +58,9 @@ then, as for tail.`,
 			if opts.Limit < 0 {
 				return usagef("--limit must not be negative")
 			}
+			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
+				return err
+			}
 			return runReplay(cmd.Context(), opts)
 		},
 	}
@@ -105,7 +108,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := opts.output.renderer(opts.streams)
+	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,9 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 			if opts.Count < 0 {
 				return usagef("--count must not be negative")
 			}
+			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
+				return err
+			}
 			return runTail(cmd.Context(), opts)
 		},
 	}
@@ -137,7 +140,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := opts.output.renderer(opts.streams)
+	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
 		return err
 	}
