@@ -280,7 +280,9 @@ func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
 		}
 	}
 	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
-	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
+	f.StringVar(&o.Template, "template", "", `Go template for each event (-o template), e.g. '{{.Time}} {{.Type}} {{get "data.title"}}'. `+
+		`Fields: .Cursor .Event .CloudEvent .ID .Type .Source .Subject .Time .DataContentType .Data (the CloudEvent) .Payload (its data) .Raw .CursorTime. `+
+		`Functions: get PATH (a gjson path in the CloudEvent), item PATH (in the item as sent: item "cursor"), json, pretty, time LAYOUT, upper, lower, trunc N, default D`)
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
 	o.JQ.addFlag(f)
 }

@@ -118,3 +118,26 @@ func FuzzIsCompact(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTemplate feeds template sources: New either refuses one or returns a renderer, and
+// rendering a test item never panics; a field of an event it lacks is found before any
+// item, or (in a defined template) named when it runs.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{`{{.ID}}`, `{{.Nope}}`, `{{if .CloudEvent}}{{.Typ}}{{else}}{{$.X}}{{end}}`,
+		`{{range .Data}}{{.a}}{{end}}`, `{{with .Payload}}{{.user.id}}{{end}}{{get "data.user.id"}}{{item "cursor"}}`,
+		`{{template "t" .}}{{define "t"}}{{.Nope}}{{end}}`, `{{(.Nope).x}}`, `{{$x := .Raw}}{{$x}}`, `{{nosuch}}`} {
+		f.Add(s)
+	}
+	items := loadItems(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		r, err := New(&bytes.Buffer{}, Options{Format: "template", Template: src})
+		if err != nil {
+			return
+		}
+		for _, it := range items[:2] {
+			if err := r.Item(it); err != nil && strings.Contains(err.Error(), "render.view") {
+				t.Fatalf("%q: %v", src, err)
+			}
+		}
+	})
+}

@@ -31,16 +31,18 @@ type Options struct {
 	// Template is text/template source, for Format "template". A newline is appended to
 	// output that does not end in one; an item whose output is empty writes nothing, so a
 	// template can skip items. Dot has .Cursor .Event .Raw (string), .Data (the item's data
-	// decoded, numbers as json.Number), .CloudEvent (bool), the CloudEvent attributes .ID
-	// .Type .Source .Subject .Time .DataContentType (strings, "" when absent or not a
-	// CloudEvent), .Payload (the
-	// payload of the "data" format, decoded; data_base64 is decoded to bytes that print as
-	// text and marshal back to base64) and .CursorTime (time.Time). Functions beside the
-	// built-in ones: json (compact; object keys sorted), pretty (indented JSON), get PATH (a
-	// gjson path in the item, as a string), time LAYOUT (of an RFC 3339 string or a
-	// time.Time), upper, lower, trunc N (runes; N < 0 keeps the end), default D (for nil,
-	// "", an empty list or map). Values are written as they are, without the cleaning that
-	// pretty applies.
+	// decoded, numbers as json.Number: the CloudEvent), .CloudEvent (bool), the CloudEvent
+	// attributes .ID .Type .Source .Subject .Time .DataContentType (strings, "" when absent
+	// or not a CloudEvent), .Payload (the payload of the "data" format, decoded; data_base64
+	// is decoded to bytes that print as text and marshal back to base64) and .CursorTime
+	// (time.Time); a template that names another field of dot is refused, naming these.
+	// Functions beside the built-in ones: json (compact; object keys sorted), pretty
+	// (indented JSON), get PATH (a gjson path in the item's data, the CloudEvent, as a
+	// string: get "data.title" is the event's data.title), item PATH (a gjson path in the
+	// item as sent: item "cursor"), time LAYOUT (of an RFC 3339 string or a time.Time),
+	// upper, lower, trunc N (runes; N < 0 keeps the end), default D (for nil, "", an empty
+	// list or map). Values are written as they are, without the cleaning that pretty
+	// applies.
 	Template string
 	// Fields are gjson paths projected from what the format prints (jsonl: the item; ce: the
 	// CloudEvent; data: the payload). Each item becomes one JSON object whose keys are the
