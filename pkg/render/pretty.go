@@ -125,27 +125,23 @@ type layout struct {
 	typ, source, subject, id int
 }
 
-// fitLayout shares out width columns. The type gets over a quarter; the subject, the
-// source and the id follow in that order of priority, each only while the data keeps at
-// least two fifths of the line.
+// fitLayout shares out width columns. The type gets over a quarter; the subject joins
+// from 100 columns, the source from 170, the id from 230, each wide enough for most
+// values while the data keeps about two fifths of the line.
 func fitLayout(width int) layout {
 	l := layout{width: max(width, 0)}
 	if l.width == 0 {
 		return l
 	}
 	l.typ = clamp(width*28/100, 12, 40)
-	used := timeWidth + len(sep) + l.typ + len(sep)
-	minData := max(16, width*2/5)
-	for _, c := range []struct {
-		dst         *int
-		pct, lo, hi int
-	}{{&l.subject, 16, 10, 32}, {&l.source, 10, 10, 24}, {&l.id, 10, 8, 36}} {
-		n := clamp(width*c.pct/100, c.lo, c.hi)
-		if width-used-n-len(sep) < minData {
-			break
-		}
-		*c.dst = n
-		used += n + len(sep)
+	if width >= 100 {
+		l.subject = clamp(width*16/100, 10, 32)
+	}
+	if width >= 170 {
+		l.source = clamp(width*10/100, 10, 24)
+	}
+	if width >= 230 {
+		l.id = clamp(width*10/100, 8, 36)
 	}
 	return l
 }

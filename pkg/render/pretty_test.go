@@ -169,17 +169,20 @@ func TestFitLayout(t *testing.T) {
 		{40, layout{width: 40, typ: 12}},
 		{80, layout{width: 80, typ: 22}},
 		{120, layout{width: 120, typ: 33, subject: 19}},
+		{99, layout{width: 99, typ: 27}},
+		{100, layout{width: 100, typ: 28, subject: 16}},
 		{160, layout{width: 160, typ: 40, subject: 25}},
-		{200, layout{width: 200, typ: 40, subject: 32, source: 20}},
-		{240, layout{width: 240, typ: 40, subject: 32, source: 24, id: 24}},
+		{170, layout{width: 170, typ: 40, subject: 27, source: 17}},
+		{230, layout{width: 230, typ: 40, subject: 32, source: 23, id: 23}},
 	}
 	for _, tc := range tests {
 		if got := fitLayout(tc.width); got != tc.want {
 			t.Errorf("fitLayout(%d) = %+v, want %+v", tc.width, got, tc.want)
 		}
 	}
-	// The data keeps two fifths of the line from 70 columns, and the type shows at least
-	// "…enrollment.created.v1" from 80.
+	// The data keeps over a third of the line, and the type shows at least
+	// "…enrollment.created.v1" from 80 columns; a wider terminal never shows fewer columns.
+	prev := layout{}
 	for w := 40; w <= 400; w++ {
 		l := fitLayout(w)
 		data := w - (timeWidth + 2 + l.typ + 2)
@@ -188,9 +191,13 @@ func TestFitLayout(t *testing.T) {
 				data -= c + 2
 			}
 		}
-		if data < 12 || (w >= 70 && data < w*2/5) || (w >= 80 && l.typ < 22) {
+		if data < 12 || (w >= 70 && data*100 < w*35) || (w >= 80 && l.typ < 22) {
 			t.Errorf("width %d: %+v leaves %d columns of data", w, l, data)
 		}
+		if l.typ < prev.typ || l.subject < prev.subject || l.source < prev.source || l.id < prev.id {
+			t.Errorf("width %d: %+v, narrower than %+v at the width before", w, l, prev)
+		}
+		prev = l
 	}
 }
 
