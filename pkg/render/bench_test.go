@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"testing"
@@ -65,4 +66,12 @@ func BenchmarkTemplate(b *testing.B) {
 
 func BenchmarkFields(b *testing.B) {
 	benchRender(b, Options{Format: "jsonl", Fields: []string{"cursor", "data.type", "data.data.enrollment.user.id", "data.nope"}})
+}
+
+func BenchmarkJQ(b *testing.B) {
+	q, err := CompileJQ(context.Background(), ".data.data.enrollment.user.id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRender(b, Options{Format: "jsonl", JQ: q})
 }
