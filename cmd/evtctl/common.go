@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -236,18 +239,27 @@ func explainSyntax(q string, err error) string {
 	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	text, col := queryWindow(q, se.Offset, queryWindowWidth)
-	return fmt.Sprintf("%v\n  %s\n  %s^", err, text, strings.Repeat(" ", col))
+	return pointAt(q, se.Offset, err)
 }
 
-// queryWindowWidth is the most characters of a query an error shows, so that its line and
-// the caret's fit a terminal.
-const queryWindowWidth = 72
+// pointAt shows err with the text it is about — or, for a long text, the part of it around
+// byte offset — and a caret under the character at offset.
+func pointAt(text string, offset int, err error) string {
+	if offset < 0 {
+		return err.Error()
+	}
+	shown, col := textWindow(text, offset, textWindowWidth)
+	return fmt.Sprintf("%v\n  %s\n  %s^", err, shown, strings.Repeat(" ", col))
+}
 
-// queryWindow returns at most width characters of q around byte offset off, with "…" where
-// it is cut and each control character (a newline, a tab) as a space, and the column of the
-// character at off (or just past the end, for an offset at the end).
-func queryWindow(q string, off, width int) (string, int) {
+// textWindowWidth is the most columns of a text an error shows, so that its line and the
+// caret's fit a terminal.
+const textWindowWidth = 72
+
+// textWindow returns the text, or about width columns of it around byte offset off, with
+// "…" where it is cut and each control character (a newline, a tab) as a space, and the
+// screen column of the character at off (or just past the end, for an offset at the end).
+func textWindow(q string, off, width int) (string, int) {
 	off = max(0, min(off, len(q)))
 	rs := []rune(strings.ToValidUTF8(q, "\uFFFD"))
 	at := utf8.RuneCountInString(strings.ToValidUTF8(q[:off], "\uFFFD"))
@@ -258,16 +270,19 @@ func queryWindow(q string, off, width int) (string, int) {
 		start = max(0, end-width)
 	}
 	var b strings.Builder
-	col := at - start
+	col := 0
 	if start > 0 {
 		b.WriteString("…")
 		col++
 	}
-	for _, r := range rs[start:end] {
+	for i, r := range rs[start:end] {
 		if r < ' ' || unsafeRune(r) {
 			r = ' '
 		}
 		b.WriteRune(r)
+		if start+i < at {
+			col += runewidth.RuneWidth(r)
+		}
 	}
 	if end < len(rs) {
 		b.WriteString("…")
@@ -275,27 +290,113 @@ func queryWindow(q string, off, width int) (string, int) {
 	return b.String(), col
 }
 
-// outputOptions are the flags that shape what is written to stdout.
+// jqOption is --jq, on every command that writes JSON.
+type jqOption struct {
+	Expr string
+	q    *render.JQ // compiled by compile
+}
+
+func (o *jqOption) addFlag(f *pflag.FlagSet) {
+	f.StringVar(&o.Expr, "jq", "", "filter each JSON value written with a jq expression (gojq); a string result is printed as it is, others as compact JSON; implies JSON output")
+}
+
+// compile compiles --jq, once: a mistake is a usage error that points at it. The
+// expression stops when ctx ends.
+func (o *jqOption) compile(ctx context.Context) error {
+	if o.Expr == "" || o.q != nil {
+		return nil
+	}
+	q, err := render.CompileJQ(ctx, o.Expr)
+	var je *render.JQError
+	if errors.As(err, &je) {
+		return usagef("--jq: %s", pointAt(o.Expr, je.Offset, err))
+	}
+	o.q = q
+	return err
+}
+
+// implyJSON makes a command whose -o chooses between text and JSON write JSON for --jq:
+// format becomes json when -o was not given, and any other format given is a usage error.
+func (o *jqOption) implyJSON(format *string, given bool, json string) error {
+	switch {
+	case o.Expr == "":
+	case !given:
+		*format = json
+	case *format != json:
+		return usagef("--jq filters JSON; it does not go with -o %s", *format)
+	}
+	return nil
+}
+
+// writer returns w, through the compiled --jq if there is one: each line written must
+// then be one JSON value.
+func (o *jqOption) writer(w io.Writer) io.Writer {
+	if o.q == nil {
+		return w
+	}
+	return o.q.Writer(w)
+}
+
+// outputOptions are the flags that shape what tail, replay and demo write to stdout.
 type outputOptions struct {
 	Format   string
 	Template string
 	Fields   []string
+	JQ       jqOption
 }
 
-func (o *outputOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVarP(&o.Format, "output", "o", "", "output format: "+strings.Join(render.Formats(), ", ")+" (default pretty on a terminal, jsonl otherwise)")
-	choices(f, "output", render.Formats()...)
-	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
+// uiFormat is -o tui, for the commands that can show events in the terminal UI.
+var uiFormat = choice{name: "tui", help: "the terminal UI, as -i"}
+
+// addFlags adds -o with render's formats, json for jsonl, and more.
+func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
+	var formats []choice
+	for _, name := range render.Formats() {
+		formats = append(formats, choice{name: name})
+		if name == "jsonl" {
+			formats = append(formats, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
+		}
+	}
+	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
+	f.StringVar(&o.Template, "template", "", `Go template for each event (-o template), e.g. '{{.Time}} {{.Type}} {{get "data.title"}}'. `+
+		`Fields: .Cursor .Event .CloudEvent .ID .Type .Source .Subject .Time .DataContentType .Data (the CloudEvent) .Payload (its data) .Raw .CursorTime. `+
+		`Functions: get PATH (a gjson path in the CloudEvent), item PATH (in the item as sent: item "cursor"), json, pretty, time LAYOUT, upper, lower, trunc N, default D`)
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
+	o.JQ.addFlag(f)
 }
 
-func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, error) {
+// given reports whether a flag that shapes written output was given.
+func (o *outputOptions) given() bool {
+	return o.Format != "" || o.Template != "" || len(o.Fields) > 0 || o.JQ.Expr != ""
+}
+
+// check compiles --jq before any work, and refuses it where nothing JSON is written: in
+// the terminal UI (interactive), with -o pretty, template or tui, or with --template.
+func (o *outputOptions) check(ctx context.Context, interactive bool) error {
+	if err := o.JQ.compile(ctx); err != nil || o.JQ.Expr == "" {
+		return err
+	}
+	switch {
+	case interactive && (o.Format == "" || o.Format == "tui"):
+		return usagef("--jq does not go with -i (the terminal UI)")
+	case o.Template != "":
+		return usagef("--jq does not go with --template: a template writes text, and --jq filters JSON")
+	case o.Format == "pretty" || o.Format == "template" || o.Format == "tui":
+		return usagef("--jq filters JSON; it does not go with -o %s", o.Format)
+	}
+	return nil
+}
+
+func (o *outputOptions) renderer(ctx context.Context, s *iostreams.IOStreams) (*render.Renderer, error) {
+	if err := o.check(ctx, false); err != nil {
+		return nil, err
+	}
 	format := o.Format
 	if format == "" {
 		switch {
 		case o.Template != "":
 			format = "template"
-		case s.IsStdoutTTY() && len(o.Fields) == 0:
+		case s.IsStdoutTTY() && len(o.Fields) == 0 && o.JQ.Expr == "":
 			format = "pretty"
 		default:
 			format = "jsonl"
@@ -304,7 +405,10 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 	if o.Template != "" && format != "template" {
 		return nil, usagef("--template goes with -o template")
 	}
-	r, err := render.New(s.Out, render.Options{Format: format, Template: o.Template, Fields: o.Fields, Color: s.ColorEnabled()})
+	r, err := render.New(s.Out, render.Options{
+		Format: format, Template: o.Template, Fields: o.Fields, JQ: o.JQ.q,
+		Color: s.ColorEnabled(), Width: s.TerminalWidth, // pretty lines fit a terminal
+	})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -363,15 +467,16 @@ type headerEncodingOption struct {
 
 func (o *headerEncodingOption) addFlag(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringVar(&o.value, "header-encoding", "percent", "how binary mode writes ce- header values: percent (as the HTTP binding requires; for evtctl nodes and receivers that follow the binding) or raw (for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them)")
-	choices(f, "header-encoding", "percent", "raw")
+	enumVar(f, &o.value, "header-encoding", "percent", "how binary mode writes ce- header values: {values}",
+		choice{name: "percent", help: "as the HTTP binding requires; for evtctl nodes and receivers that follow the binding"},
+		choice{name: "raw", help: "for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them"})
 }
 
 // get checks the flag against the content mode and returns the encoding.
 func (o *headerEncodingOption) get(mode string) (deliver.HeaderEncoding, error) {
-	enc, err := deliver.ParseHeaderEncoding(o.value)
+	enc, err := deliver.ParseHeaderEncoding(o.value) // the flag took only these values
 	if err != nil {
-		return 0, usagef("--header-encoding must be percent or raw, got %q", o.value)
+		return 0, usagef("--header-encoding: %v", err)
 	}
 	if o.flags != nil && o.flags.Changed("header-encoding") && mode != "binary" {
 		return 0, usagef("--header-encoding applies to binary mode; it does not go with --mode %s", mode)

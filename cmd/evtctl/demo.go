@@ -151,7 +151,7 @@ func demoCommands(url string) []string {
 // interactive reports whether the demo shows the terminal UI: on a terminal, unless an
 // output format or --count asks for lines.
 func (o *demoOptions) interactive() bool {
-	return o.streams.IsStdoutTTY() && o.Count == 0 && o.output.Format == "" && o.output.Template == "" && len(o.output.Fields) == 0
+	return o.streams.IsStdoutTTY() && o.Count == 0 && !o.output.given()
 }
 
 // produceDemo sends the demo's story to the node: opts.Rate events a second, with a burst

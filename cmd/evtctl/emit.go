@@ -52,6 +52,7 @@ type emitOptions struct {
 	Spool           string
 	Flush           string
 	Output          string
+	JQ              jqOption
 	MaxAttempts     int
 	Timeout         time.Duration
 	Strict          bool
@@ -120,8 +121,8 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
-	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
-	choices(f, "mode", "structured", "binary", "batch")
+	enumVar(f, &opts.Mode, "mode", "structured", "HTTP content mode: {values}", choice{name: "structured"},
+		choice{name: "binary", help: "extensions as strings"}, choice{name: "batch", help: "--batch-size events per request"})
 	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
@@ -131,26 +132,24 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
 	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
-	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
+	enumVar(f, &opts.SignalFormat, "signal-format", "form", "how --signal sends: {values}",
+		choice{name: "form", help: "POST"}, choice{name: "json", help: "POST"}, choice{name: "get", help: "query string"})
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
 	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
-	f.StringVarP(&opts.Output, "output", "o", "", "text or json: one line per accepted event (default text on a terminal, json otherwise)")
-	choices(f, "output", "text", "json")
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
+		choice{name: "text"}, choice{name: "json"})
+	opts.JQ.addFlag(f)
 	return cmd
 }
 
 func (o *emitOptions) validate(cmd *cobra.Command) error {
-	switch o.Mode {
-	case "binary", "structured", "batch":
-	default:
-		return usagef("--mode must be binary, structured or batch, got %q", o.Mode)
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+		return err
 	}
-	switch o.Output {
-	case "", "text", "json":
-	default:
-		return usagef("--output must be text or json, got %q", o.Output)
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
 	}
 	if o.BatchSize < 1 {
 		return usagef("--batch-size must be at least 1")
@@ -176,11 +175,6 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 			return usagef("--signal: %v", err)
 		}
 		o.Signal = u
-		switch o.SignalFormat {
-		case "form", "json", "get":
-		default:
-			return usagef("--signal-format must be form, json or get, got %q", o.SignalFormat)
-		}
 		for _, f := range []string{"to", "node", "mode", "header-encoding", "batch-size", "spool", "flush", "file", "concurrency"} {
 			if cmd.Flags().Changed(f) {
 				return usagef("--signal sends signals made from the flags; --%s does not apply", f)
@@ -444,6 +438,7 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	}
 	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
+	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
 	for {
@@ -465,9 +460,16 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		}
 		typ := gjson.GetBytes(ev, "type").String()
 		if jsonOut {
-			fmt.Fprintf(opts.streams.Out, "{\"signal\":%q,\"status\":%d}\n", typ, status)
+			b, _ := json.Marshal(struct {
+				Signal string `json:"signal"`
+				Status int    `json:"status"`
+			}{typ, status})
+			_, err = out.Write(append(b, '\n'))
 		} else {
-			fmt.Fprintf(opts.streams.Out, "signalled %s (%d)\n", typ, status)
+			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
+		}
+		if err != nil && !closedPipe(err) { // a reader that has gone does not stop the signals
+			return err
 		}
 		prog.add(1)
 	}
@@ -504,7 +506,7 @@ type emitter struct {
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
 	e := &emitter{
-		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.streams.Out),
+		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.JQ.writer(opts.streams.Out)),
 		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
 	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would

@@ -51,7 +51,7 @@ evtctl help COMMAND is the same as evtctl COMMAND --help.`,
 			msg := fmt.Sprintf("no help topic or command %q", what)
 			if len(rest) > 0 {
 				if s := suggest(rest[0], helpNames(parent)); len(s) > 0 {
-					msg += "; did you mean " + orList(prefixed(parent, s)) + "?"
+					msg += "; did you mean " + quotedOrList(prefixed(parent, s)) + "?"
 				}
 			}
 			return &usageError{err: errors.New(msg)}
@@ -96,7 +96,7 @@ func groupArgs(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += "; did you mean " + orList(s) + "?"
+		msg += "; did you mean " + quotedOrList(s) + "?"
 	} else if cmd.HasParent() {
 		msg += "; its commands are " + strings.Join(names, ", ")
 	}
@@ -118,15 +118,12 @@ func setGroupArgs(cmd *cobra.Command) {
 	}
 }
 
-func orList(s []string) string {
+func quotedOrList(s []string) string {
 	q := make([]string, len(s))
 	for i, v := range s {
 		q[i] = fmt.Sprintf("%q", v)
 	}
-	if len(q) < 2 {
-		return strings.Join(q, "")
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return orList(q)
 }
 
 // suggest returns the names close to s: within two edits, or starting with it.
@@ -279,6 +276,8 @@ Tokens and secrets given in the environment stay out of process listings and the
 history.
 
 Others
+  COLUMNS                the width -o pretty fits its lines to when the terminal does not
+                         say (80 without either)
   NO_COLOR               set (to anything): no colour in output
   TERM                   dumb: no colour
   XDG_CONFIG_HOME        where the configuration file (the contexts) is kept:

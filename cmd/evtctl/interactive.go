@@ -15,7 +15,6 @@ import (
 	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/render"
 )
 
 // interactiveOptions are the flags of tail and replay that open the terminal UI.
@@ -27,9 +26,6 @@ type interactiveOptions struct {
 func (o *interactiveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.Interactive, "interactive", "i", false, "browse the events in a full-screen terminal UI (the same as -o tui)")
 	f.IntVar(&o.Keep, "keep", tui.DefaultKeep, "with -i: events the UI keeps in memory; others are fetched again when scrolled to")
-	if f.Lookup("output") != nil {
-		choices(f, "output", append(render.Formats(), "tui")...)
-	}
 }
 
 // on reports whether the UI is asked for: -i, or -o tui.

@@ -20,6 +20,7 @@ import (
 type lintOptions struct {
 	streams *iostreams.IOStreams
 	Output  string
+	JQ      jqOption
 	Args    []string
 }
 
@@ -40,17 +41,18 @@ warnings alone exit 0.`,
   evtctl replay --since 1h -o ce | evtctl lint
   evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch opts.Output {
-			case "text", "json":
-			default:
-				return usagef("--output must be text or json, got %q", opts.Output)
+			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := opts.JQ.compile(cmd.Context()); err != nil {
+				return err
 			}
 			opts.Args = args
 			return runLint(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text, or json (one finding per line)")
-	choices(cmd.Flags(), "output", "text", "json")
+	enumVarP(cmd.Flags(), &opts.Output, "output", "o", "text", "{values}", choice{name: "text"}, choice{name: "json", help: "one finding per line"})
+	opts.JQ.addFlag(cmd.Flags())
 	return cmd
 }
 
@@ -66,7 +68,7 @@ func runLint(opts *lintOptions) error {
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
 	}
-	w := bufio.NewWriter(opts.streams.Out)
+	w := bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
 	defer w.Flush()
 	errs, warns, events := 0, 0, 0
 	for _, in := range inputs {

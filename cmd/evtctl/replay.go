@@ -59,10 +59,8 @@ then, as for tail.`,
 			if opts.Limit < 0 {
 				return usagef("--limit must not be negative")
 			}
-			switch opts.OnGap {
-			case "warn", "fail", "ignore":
-			default:
-				return usagef("--on-gap must be warn, fail or ignore, got %q", opts.OnGap)
+			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
+				return err
 			}
 			return runReplay(cmd.Context(), opts)
 		},
@@ -70,15 +68,14 @@ then, as for tail.`,
 	f := cmd.Flags()
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
-	opts.output.addFlags(f)
+	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
 	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
 	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
-	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events after --from were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
-	choices(f, "on-gap", "warn", "fail", "ignore")
+	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
@@ -112,7 +109,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := opts.output.renderer(opts.streams)
+	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
 		return err
 	}

@@ -130,11 +130,6 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 			if (opts.TLSCert == "") != (opts.TLSKey == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
-			switch opts.Sync {
-			case "always", "none":
-			default:
-				return usagef("--sync must be always or none, got %q", opts.Sync)
-			}
 			if err := checkStoreFlags(cmd.Flags(), opts); err != nil {
 				return err
 			}
@@ -171,8 +166,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
 	f.Var(&opts.SegmentSize, "segment-size", "start a new segment file of the embedded log at about this size")
 	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
-	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
-	choices(f, "sync", "always", "none")
+	enumVar(f, &opts.Sync, "sync", "always", "when to acknowledge appends: {values}",
+		choice{name: "always", help: "after fsync"}, choice{name: "none", help: "after write; survives kill -9, not power loss"})
 	f.IntVar(&opts.PageDefault, "page-default", 10, "events per page when a request asks for none")
 	f.IntVar(&opts.PageMax, "page-max", 1000, "most events per page")
 	f.DurationVar(&opts.WaitDefault, "wait-default", time.Second, "long-poll wait when a request gives none")
@@ -189,10 +184,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	f.StringVar(&opts.TLSKey, "tls-key", "", "private key for --tls-cert (PEM)")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
-	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	choices(f, "log-format", "text", "json")
-	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	choices(f, "log-level", "debug", "info", "warn", "error")
+	enumVar(f, &opts.LogFormat, "log-format", "text", "log format on stderr: {values}", choice{name: "text"}, choice{name: "json"})
+	enumVar(f, &opts.LogLevel, "log-level", "info", "log level: {values}", choice{name: "debug"}, choice{name: "info"}, choice{name: "warn"}, choice{name: "error"})
 
 	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
 	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/mattn/go-isatty"
 )
 
@@ -18,6 +20,7 @@ type IOStreams struct {
 
 	inTTY, outTTY, errTTY bool
 	noColor               bool
+	width                 int // the terminal's width, when set by SetTerminalWidth
 }
 
 // System returns the process's streams.
@@ -51,3 +54,27 @@ func (s *IOStreams) SetTTY(in, out, errOut bool) { s.inTTY, s.outTTY, s.errTTY =
 
 // ColorEnabled reports whether output to stdout may use colour: a terminal, and NO_COLOR unset.
 func (s *IOStreams) ColorEnabled() bool { return s.outTTY && !s.noColor }
+
+// TerminalWidth returns the width in columns of the terminal stdout writes to: what the
+// terminal reports, else $COLUMNS, else 80. It is asked anew on each call, so a resized
+// window is seen. When stdout is not a terminal it returns 0.
+func (s *IOStreams) TerminalWidth() int {
+	switch {
+	case !s.outTTY:
+		return 0
+	case s.width > 0:
+		return s.width
+	}
+	if f, ok := s.Out.(*os.File); ok {
+		if w, _, err := term.GetSize(f.Fd()); err == nil && w > 0 {
+			return w
+		}
+	}
+	if w, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && w > 0 {
+		return w
+	}
+	return 80
+}
+
+// SetTerminalWidth fixes the width TerminalWidth reports while stdout is a terminal (tests).
+func (s *IOStreams) SetTerminalWidth(w int) { s.width = w }
