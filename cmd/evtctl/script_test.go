@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("EVTCTL_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
+	// Most of this package's end-to-end tests wait — on child processes, long-polls, retry
+	// delays, a Tendermint node's blocks — rather than compute: let more of them run at
+	// once than the default of one per CPU. -test.parallel on the command line still wins.
+	if f := flag.Lookup("test.parallel"); f != nil {
+		_ = f.Value.Set("8")
+	}
 	testscript.Main(m, map[string]func(){
 		"evtctl": func() { os.Exit(run(os.Args[1:])) },
 	})
@@ -49,6 +56,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 }
 
 func TestScripts(t *testing.T) {
+	t.Parallel() // beside the other long end-to-end tests
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
