@@ -98,7 +98,7 @@ func checkBenchReport(text string) error {
 // this test binary acting as evtctl; stdout is a terminal when tty is set.
 func runBenchCLI(t *testing.T, ctx context.Context, tty bool, args ...string) (int, string, string) {
 	t.Helper()
-	streams, _, out, errOut := iostreams.Test()
+	streams, _, out, errOut := testStreams()
 	streams.SetTTY(false, tty, false)
 	root := newRootCmd(streams)
 	for _, c := range root.Commands() {

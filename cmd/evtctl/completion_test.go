@@ -12,14 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // runCLI runs one command line in-process and returns its exit status, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	streams, _, out, errOut := iostreams.Test()
+	streams, _, out, errOut := testStreams()
 	return execute(context.Background(), streams, nil, args), out.String(), errOut.String()
 }
 
@@ -147,7 +145,7 @@ func TestGenMan(t *testing.T) {
 // its validation and its completion: the help lists every value, a value that is none of
 // them is a usage error naming them all, and any of them (case aside) is taken.
 func TestEnumFlags(t *testing.T) {
-	streams, _, _, _ := iostreams.Test()
+	streams, _, _, _ := testStreams()
 	root := newRootCmd(streams)
 	seen := 0
 	var walk func(c *cobra.Command)

@@ -20,7 +20,6 @@ import (
 	"github.com/evtctl/evtctl/pkg/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/forward"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 func init() {
@@ -311,7 +310,7 @@ func TestForwardUsageErrors(t *testing.T) {
 		if tc.args != nil {
 			args = append(args, "--to", "127.0.0.1:1/hook", "--node", "127.0.0.1:1")
 		}
-		streams, _, out, errOut := iostreams.Test()
+		streams, _, out, errOut := testStreams()
 		root := newRootCmd(streams)
 		root.SetArgs(args)
 		ctx := context.Background()

@@ -278,6 +278,8 @@ history.
 Others
   COLUMNS                the width -o pretty fits its lines to when the terminal does not
                          say (80 without either)
+  EVTCTL_FORCE_TTY       write to stdout as to a terminal even when it is not (1); a number
+                         is also the width to fit (EVTCTL_FORCE_TTY=100)
   NO_COLOR               set (to anything): no colour in output
   TERM                   dumb: no colour
   XDG_CONFIG_HOME        where the configuration file (the contexts) is kept:

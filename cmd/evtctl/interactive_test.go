@@ -18,12 +18,11 @@ import (
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/demo"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // Without a terminal the UI does not start: a usage error says why.
 func TestInteractiveNeedsTerminal(t *testing.T) {
-	streams, _, out, errOut := iostreams.Test()
+	streams, _, out, errOut := testStreams()
 	c, err := client.New(client.Options{Node: "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)

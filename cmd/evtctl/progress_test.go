@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // Counts on a terminal are worded for their number: "replayed 1 event", not "1 events".
@@ -17,7 +15,7 @@ func TestProgressPlurals(t *testing.T) {
 		{2, 0, []string{"replayed 2 events (", "replayed 2 events in "}},
 		{1, 1, []string{"1/1 event (", "replayed 1 event in "}},
 	} {
-		s, _, _, errOut := iostreams.Test()
+		s, _, _, errOut := testStreams()
 		s.SetTTY(false, false, true)
 		p := newProgress(s, "replayed", "event")
 		p.total = tc.total

@@ -2,7 +2,6 @@
 package iostreams
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"strconv"
@@ -27,17 +26,20 @@ type IOStreams struct {
 func System() *IOStreams {
 	tty := func(f *os.File) bool { return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()) }
 	_, noColor := os.LookupEnv("NO_COLOR")
-	return &IOStreams{
+	s := &IOStreams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		inTTY: tty(os.Stdin), outTTY: tty(os.Stdout), errTTY: tty(os.Stderr),
 		noColor: noColor || os.Getenv("TERM") == "dumb",
 	}
-}
-
-// Test returns streams backed by buffers, none of them a terminal.
-func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
-	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
-	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+	// EVTCTL_FORCE_TTY: any value but "" or "0" makes stdout a terminal whatever it is, and
+	// a number above 1 is also its width.
+	if force := os.Getenv("EVTCTL_FORCE_TTY"); force != "" && force != "0" {
+		s.SetTTY(s.inTTY, true, s.errTTY)
+		if w, err := strconv.Atoi(force); err == nil && w > 1 {
+			s.SetTerminalWidth(w)
+		}
+	}
+	return s
 }
 
 // IsStdinTTY reports whether standard input is a terminal.
@@ -49,7 +51,7 @@ func (s *IOStreams) IsStdoutTTY() bool { return s.outTTY }
 // IsStderrTTY reports whether standard error is a terminal.
 func (s *IOStreams) IsStderrTTY() bool { return s.errTTY }
 
-// SetTTY overrides terminal detection (tests).
+// SetTTY overrides terminal detection.
 func (s *IOStreams) SetTTY(in, out, errOut bool) { s.inTTY, s.outTTY, s.errTTY = in, out, errOut }
 
 // ColorEnabled reports whether output to stdout may use colour: a terminal, and NO_COLOR unset.
@@ -76,5 +78,5 @@ func (s *IOStreams) TerminalWidth() int {
 	return 80
 }
 
-// SetTerminalWidth fixes the width TerminalWidth reports while stdout is a terminal (tests).
+// SetTerminalWidth fixes the width TerminalWidth reports while stdout is a terminal.
 func (s *IOStreams) SetTerminalWidth(w int) { s.width = w }
