@@ -239,7 +239,10 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
+	mode, err := deliver.ParseMode(o.Mode)
+	if err != nil {
+		return nil, err
+	}
 	enc, err := o.HeaderEncoding.get(o.Mode)
 	if err != nil {
 		return nil, err

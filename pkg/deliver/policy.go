@@ -154,23 +154,6 @@ const (
 	Abandoned                // the context ended first; the request is still to be made
 )
 
-// String returns the verdict's name.
-func (v Verdict) String() string {
-	switch v {
-	case Delivered:
-		return "delivered"
-	case Retry:
-		return "retry"
-	case Gone:
-		return "gone"
-	case Failed:
-		return "failed"
-	case Abandoned:
-		return "abandoned"
-	}
-	return "Verdict(?)"
-}
-
 // verdictOf classifies a reply's status.
 func (p Policy) verdictOf(status int) Verdict {
 	switch {
