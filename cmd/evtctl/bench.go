@@ -31,6 +31,7 @@ type benchOptions struct {
 	Memory      bool
 	Sync        string
 	Output      string
+	JQ          jqOption
 
 	// nodeProcess says how to run an evtctl binary for a node in a process of its own
 	// (pollers --embedded): this executable by default; tests replace it.
@@ -44,22 +45,18 @@ func (o *benchOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Embedded, "embedded", false, "start a node for the run instead of using --node (pollers: in a process of its own)")
 	f.StringVar(&o.EmbeddedDir, "embedded-dir", "", "with --embedded: the node's log directory (default a new temporary directory, removed afterwards)")
 	f.BoolVar(&o.Memory, "memory", false, "with --embedded: keep the node's log in memory")
-	f.StringVar(&o.Sync, "sync", "always", "with --embedded: acknowledge appends after fsync (always) or after write (none)")
-	f.StringVarP(&o.Output, "output", "o", "", "table or json (default table on a terminal, json otherwise)")
-	choices(f, "output", "table", "json")
-	choices(f, "sync", "always", "none")
+	enumVar(f, &o.Sync, "sync", "always", "with --embedded: when the node acknowledges appends: {values}",
+		choice{name: "always", help: "after fsync"}, choice{name: "none", help: "after write"})
+	enumVarP(f, &o.Output, "output", "o", "", "{values}; by default table on a terminal, json otherwise", choice{name: "table"}, choice{name: "json"})
+	o.JQ.addFlag(f)
 }
 
 func (o *benchOptions) validate(cmd *cobra.Command) error {
-	switch o.Output {
-	case "", "table", "json":
-	default:
-		return usagef("--output must be table or json, got %q", o.Output)
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+		return err
 	}
-	switch o.Sync {
-	case "always", "none":
-	default:
-		return usagef("--sync must be always or none, got %q", o.Sync)
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
 	}
 	f := cmd.Flags()
 	if o.Embedded && (f.Changed("node") || f.Changed("context")) {
@@ -149,9 +146,6 @@ the --warmup are not counted; --count sends exactly that many events and counts 
 			if err := opts.validate(cmd); err != nil {
 				return err
 			}
-			if opts.Mode != "batch" && opts.Mode != "structured" {
-				return usagef("--mode must be batch or structured, got %q", opts.Mode)
-			}
 			if opts.Producers < 1 || opts.BatchSize < 1 {
 				return usagef("--producers and --batch-size must be at least 1")
 			}
@@ -167,8 +161,8 @@ the --warmup are not counted; --count sends exactly that many events and counts 
 	f := cmd.Flags()
 	opts.addFlags(f)
 	f.IntVar(&opts.Producers, "producers", 8, "concurrent keep-alive connections, one request in flight on each")
-	f.StringVar(&opts.Mode, "mode", "batch", "batch (--batch-size events per request) or structured (one event per request)")
-	choices(f, "mode", "batch", "structured")
+	enumVar(f, &opts.Mode, "mode", "batch", "{values}",
+		choice{name: "batch", help: "--batch-size events per request"}, choice{name: "structured", help: "one event per request"})
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
 	f.DurationVar(&opts.Duration, "duration", 10*time.Second, "how long to measure, after the warm-up")
@@ -443,7 +437,7 @@ func (o *benchOptions) write(r *bench.Report) error {
 		}
 	}
 	if format == "json" {
-		return r.WriteJSON(o.streams.Out)
+		return r.WriteJSON(o.JQ.writer(o.streams.Out))
 	}
 	return r.WriteTable(o.streams.Out)
 }
@@ -591,10 +585,11 @@ repeats everything; medians are reported.`,
   evtctl bench jetstream --nats nats://127.0.0.1:4222 --runs 3`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch opts.Output {
-			case "", "table", "json":
-			default:
-				return usagef("--output must be table or json, got %q", opts.Output)
+			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := opts.JQ.compile(cmd.Context()); err != nil {
+				return err
 			}
 			if opts.NATS == "" {
 				return usagef("--nats is required: the NATS server to measure on, e.g. nats://127.0.0.1:4222")
@@ -609,8 +604,8 @@ repeats everything; medians are reported.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&opts.Output, "output", "o", "", "table or json (default table on a terminal, json otherwise)")
-	choices(f, "output", "table", "json")
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}; by default table on a terminal, json otherwise", choice{name: "table"}, choice{name: "json"})
+	opts.JQ.addFlag(f)
 	f.StringVar(&opts.NATS, "nats", "", "NATS server URL (nats://HOST:PORT)")
 	f.IntVar(&opts.Events, "events", 100_000, "events to publish and read back, by each of the client and the node")
 	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")

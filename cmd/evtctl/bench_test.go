@@ -98,7 +98,7 @@ func checkBenchReport(text string) error {
 // this test binary acting as evtctl; stdout is a terminal when tty is set.
 func runBenchCLI(t *testing.T, ctx context.Context, tty bool, args ...string) (int, string, string) {
 	t.Helper()
-	streams, _, out, errOut := iostreams.Test()
+	streams, _, out, errOut := testStreams()
 	streams.SetTTY(false, tty, false)
 	root := newRootCmd(streams)
 	for _, c := range root.Commands() {
@@ -148,8 +148,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "ingest", "--embedded", "--node", "127.0.0.1:1"}, "--embedded and --node"},
-		{[]string{"bench", "ingest", "--mode", "binary"}, "--mode must be batch or structured"},
-		{[]string{"bench", "ingest", "-o", "yaml"}, "--output must be table or json"},
+		{[]string{"bench", "ingest", "--mode", "binary"}, `invalid argument "binary" for "--mode" flag: must be batch or structured`},
+		{[]string{"bench", "ingest", "-o", "yaml"}, `invalid argument "yaml" for "-o, --output" flag: must be table or json`},
 		{[]string{"bench", "ingest", "--event-size", "10"}, "--event-size must be at least"},
 		{[]string{"bench", "ingest", "--sync", "none"}, "--sync configures the node of --embedded"},
 		{[]string{"bench", "latency", "--rate", "0"}, "--rate must be above 0"},

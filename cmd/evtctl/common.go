@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -32,6 +35,8 @@ type nodeOptions struct {
 	// exact: Node is a node evtctl itself started (demo); neither the environment nor the
 	// configuration file has a say, so a broken or unrelated configuration cannot get in.
 	exact bool
+	// resolved is what settings found last, for messages about the node (see explain).
+	resolved nodeSettings
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
@@ -52,22 +57,29 @@ type nodeSettings struct {
 	CAFile      string
 	Insecure    bool
 	Context     string // the context that supplied settings, if any
+	// NodeFrom says where Node came from, for messages: "--node", "$EVTCTL_NODE",
+	// `context "prod"`, or "" for the default.
+	NodeFrom string
 }
 
 // settings resolves the node and how to reach it. Each setting comes from its flag, else
 // its environment variable, else the context (--context, $EVTCTL_CONTEXT or the current
 // one), else the default. A context's tokens and TLS settings go only to the context's own
-// node: when --node or $EVTCTL_NODE names another node, they are not used.
+// node: when --node or $EVTCTL_NODE names another node, they are not used. A value that
+// cannot be used is an error that names where it came from.
 func (o *nodeOptions) settings() (nodeSettings, error) {
 	if o.exact {
-		return nodeSettings{Node: o.Node}, nil
+		return nodeSettings{Node: o.Node, NodeFrom: "--node"}, nil
 	}
-	name := firstNonEmpty(o.Context, os.Getenv("EVTCTL_CONTEXT"))
+	name, nameFrom := o.Context, "--context"
+	if name == "" {
+		name, nameFrom = os.Getenv("EVTCTL_CONTEXT"), "EVTCTL_CONTEXT"
+	}
 	named := name != ""
 	var ctx *config.Context
 	path, err := config.Path()
 	if err != nil && named {
-		return nodeSettings{}, usagef("--context: finding the configuration file: %v", err)
+		return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("finding the configuration file: %w", err))
 	}
 	if err == nil {
 		file, err := config.Load(path)
@@ -77,10 +89,16 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		if !named {
 			name, ctx = file.Current()
 		} else if ctx = file.Contexts[name]; ctx == nil {
-			return nodeSettings{}, usagef("--context: no context %q in %s (see evtctl context list)", name, path)
+			return nodeSettings{}, settingError(nameFrom, name, fmt.Errorf("no such context in %s (see evtctl context list)", path))
 		}
 	}
-	s := nodeSettings{Node: firstNonEmpty(o.Node, os.Getenv("EVTCTL_NODE"))}
+	s := nodeSettings{}
+	switch {
+	case o.Node != "":
+		s.Node, s.NodeFrom = o.Node, "--node"
+	case os.Getenv("EVTCTL_NODE") != "":
+		s.Node, s.NodeFrom = os.Getenv("EVTCTL_NODE"), "$EVTCTL_NODE"
+	}
 	if ctx != nil && s.Node != "" && !sameNode(s.Node, ctx.Node) {
 		ctx = nil // another node was asked for: the context's secrets stay with its own node
 	}
@@ -89,7 +107,21 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 		name = ""
 	}
 	s.Context = name
-	s.Node = firstNonEmpty(s.Node, ctx.Node, "http://"+defaultListen)
+	if s.Node == "" && ctx.Node != "" {
+		s.Node, s.NodeFrom = ctx.Node, fmt.Sprintf("context %q", name)
+	}
+	if s.Node == "" {
+		s.Node = "http://" + defaultListen
+	}
+	if _, err := client.NormalizeNode(s.Node); err != nil {
+		switch s.NodeFrom {
+		case "--node":
+			return nodeSettings{}, usagef("--node: %v", err)
+		case "$EVTCTL_NODE":
+			return nodeSettings{}, envErrorf("EVTCTL_NODE: %v", err)
+		}
+		return nodeSettings{}, configErrorf("%s in %s: %v", s.NodeFrom, path, err)
+	}
 	envToken := firstNonEmpty(o.Token, os.Getenv("EVTCTL_TOKEN"))
 	s.Token = firstNonEmpty(envToken, ctx.Token)
 	s.IngestToken = firstNonEmpty(envToken, os.Getenv("EVTCTL_INGEST_TOKEN"), ctx.IngestToken, ctx.Token)
@@ -100,13 +132,23 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 	case v != "":
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return nodeSettings{}, usagef("EVTCTL_INSECURE=%q: want true or false", v)
+			return nodeSettings{}, envErrorf("EVTCTL_INSECURE=%q: want true or false", v)
 		}
 		s.Insecure = b
 	default:
 		s.Insecure = ctx.Insecure
 	}
+	o.resolved = s
 	return s, nil
+}
+
+// settingError is a value that cannot be used, as an error of its source: a usage error for
+// a flag, an environment error for a variable.
+func settingError(from, value string, err error) error {
+	if strings.HasPrefix(from, "--") {
+		return usagef("%s %q: %v", from, value, err)
+	}
+	return envErrorf("%s=%q: %v", from, value, err)
 }
 
 // sameNode reports whether two node addresses name the same base URL.
@@ -124,7 +166,7 @@ func (o *nodeOptions) client() (*client.Client, error) {
 	}
 	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString()})
 	if err != nil {
-		return nil, usagef("--node: %v", err)
+		return nil, usagef("%v", err) // the CA file
 	}
 	return c, nil
 }
@@ -190,36 +232,171 @@ func (o *queryOptions) refused(err error) error {
 	return usagef("--query: the node takes only Tendermint's query language (no OR, NOT, parentheses or MATCHES): %s", explainSyntax(qe.Query, qe.Err))
 }
 
-// explainSyntax shows a query error with a caret under the offending byte.
+// explainSyntax shows a query error with the query, or the part of a long one around the
+// offending byte, and a caret under that byte.
 func explainSyntax(q string, err error) string {
 	var se *filter.SyntaxError
-	if !errors.As(err, &se) || strings.ContainsAny(q, "\n\t") {
+	if !errors.As(err, &se) {
 		return err.Error()
 	}
-	return fmt.Sprintf("%v\n  %s\n  %s^", err, q, strings.Repeat(" ", min(se.Offset, len(q))))
+	return pointAt(q, se.Offset, err)
 }
 
-// outputOptions are the flags that shape what is written to stdout.
+// pointAt shows err with the text it is about — or, for a long text, the part of it around
+// byte offset — and a caret under the character at offset.
+func pointAt(text string, offset int, err error) string {
+	if offset < 0 {
+		return err.Error()
+	}
+	shown, col := textWindow(text, offset, textWindowWidth)
+	return fmt.Sprintf("%v\n  %s\n  %s^", err, shown, strings.Repeat(" ", col))
+}
+
+// textWindowWidth is the most columns of a text an error shows, so that its line and the
+// caret's fit a terminal.
+const textWindowWidth = 72
+
+// textWindow returns the text, or about width columns of it around byte offset off, with
+// "…" where it is cut and each control character (a newline, a tab) as a space, and the
+// screen column of the character at off (or just past the end, for an offset at the end).
+func textWindow(q string, off, width int) (string, int) {
+	off = max(0, min(off, len(q)))
+	rs := []rune(strings.ToValidUTF8(q, "\uFFFD"))
+	at := utf8.RuneCountInString(strings.ToValidUTF8(q[:off], "\uFFFD"))
+	start, end := 0, len(rs)
+	if end > width {
+		start = max(0, at-width*2/3) // more of what led up to the error than of what follows
+		end = min(len(rs), start+width)
+		start = max(0, end-width)
+	}
+	var b strings.Builder
+	col := 0
+	if start > 0 {
+		b.WriteString("…")
+		col++
+	}
+	for i, r := range rs[start:end] {
+		if r < ' ' || unsafeRune(r) {
+			r = ' '
+		}
+		b.WriteRune(r)
+		if start+i < at {
+			col += runewidth.RuneWidth(r)
+		}
+	}
+	if end < len(rs) {
+		b.WriteString("…")
+	}
+	return b.String(), col
+}
+
+// jqOption is --jq, on every command that writes JSON.
+type jqOption struct {
+	Expr string
+	q    *render.JQ // compiled by compile
+}
+
+func (o *jqOption) addFlag(f *pflag.FlagSet) {
+	f.StringVar(&o.Expr, "jq", "", "filter each JSON value written with a jq expression (gojq); a string result is printed as it is, others as compact JSON; implies JSON output")
+}
+
+// compile compiles --jq, once: a mistake is a usage error that points at it. The
+// expression stops when ctx ends.
+func (o *jqOption) compile(ctx context.Context) error {
+	if o.Expr == "" || o.q != nil {
+		return nil
+	}
+	q, err := render.CompileJQ(ctx, o.Expr)
+	var je *render.JQError
+	if errors.As(err, &je) {
+		return usagef("--jq: %s", pointAt(o.Expr, je.Offset, err))
+	}
+	o.q = q
+	return err
+}
+
+// implyJSON makes a command whose -o chooses between text and JSON write JSON for --jq:
+// format becomes json when -o was not given, and any other format given is a usage error.
+func (o *jqOption) implyJSON(format *string, given bool, json string) error {
+	switch {
+	case o.Expr == "":
+	case !given:
+		*format = json
+	case *format != json:
+		return usagef("--jq filters JSON; it does not go with -o %s", *format)
+	}
+	return nil
+}
+
+// writer returns w, through the compiled --jq if there is one: each line written must
+// then be one JSON value.
+func (o *jqOption) writer(w io.Writer) io.Writer {
+	if o.q == nil {
+		return w
+	}
+	return o.q.Writer(w)
+}
+
+// outputOptions are the flags that shape what tail, replay and demo write to stdout.
 type outputOptions struct {
 	Format   string
 	Template string
 	Fields   []string
+	JQ       jqOption
 }
 
-func (o *outputOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVarP(&o.Format, "output", "o", "", "output format: "+strings.Join(render.Formats(), ", ")+" (default pretty on a terminal, jsonl otherwise)")
-	choices(f, "output", render.Formats()...)
-	f.StringVar(&o.Template, "template", "", "Go template for -o template, e.g. '{{.Cursor}} {{.Type}}'")
+// uiFormat is -o tui, for the commands that can show events in the terminal UI.
+var uiFormat = choice{name: "tui", help: "the terminal UI, as -i"}
+
+// addFlags adds -o with render's formats, json for jsonl, and more.
+func (o *outputOptions) addFlags(f *pflag.FlagSet, more ...choice) {
+	var formats []choice
+	for _, name := range render.Formats() {
+		formats = append(formats, choice{name: name})
+		if name == "jsonl" {
+			formats = append(formats, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
+		}
+	}
+	enumVarP(f, &o.Format, "output", "o", "", "output format: {values}; by default pretty on a terminal, jsonl otherwise", append(formats, more...)...)
+	f.StringVar(&o.Template, "template", "", `Go template for each event (-o template), e.g. '{{.Time}} {{.Type}} {{get "data.title"}}'. `+
+		`Fields: .Cursor .Event .CloudEvent .ID .Type .Source .Subject .Time .DataContentType .Data (the CloudEvent) .Payload (its data) .Raw .CursorTime. `+
+		`Functions: get PATH (a gjson path in the CloudEvent), item PATH (in the item as sent: item "cursor"), json, pretty, time LAYOUT, upper, lower, trunc N, default D`)
 	f.StringSliceVar(&o.Fields, "fields", nil, "print only these gjson paths, as JSON lines (e.g. cursor,data.type)")
+	o.JQ.addFlag(f)
 }
 
-func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, error) {
+// given reports whether a flag that shapes written output was given.
+func (o *outputOptions) given() bool {
+	return o.Format != "" || o.Template != "" || len(o.Fields) > 0 || o.JQ.Expr != ""
+}
+
+// check compiles --jq before any work, and refuses it where nothing JSON is written: in
+// the terminal UI (interactive), with -o pretty, template or tui, or with --template.
+func (o *outputOptions) check(ctx context.Context, interactive bool) error {
+	if err := o.JQ.compile(ctx); err != nil || o.JQ.Expr == "" {
+		return err
+	}
+	switch {
+	case interactive && (o.Format == "" || o.Format == "tui"):
+		return usagef("--jq does not go with -i (the terminal UI)")
+	case o.Template != "":
+		return usagef("--jq does not go with --template: a template writes text, and --jq filters JSON")
+	case o.Format == "pretty" || o.Format == "template" || o.Format == "tui":
+		return usagef("--jq filters JSON; it does not go with -o %s", o.Format)
+	}
+	return nil
+}
+
+func (o *outputOptions) renderer(ctx context.Context, s *iostreams.IOStreams) (*render.Renderer, error) {
+	if err := o.check(ctx, false); err != nil {
+		return nil, err
+	}
 	format := o.Format
 	if format == "" {
 		switch {
 		case o.Template != "":
 			format = "template"
-		case s.IsStdoutTTY() && len(o.Fields) == 0:
+		case s.IsStdoutTTY() && len(o.Fields) == 0 && o.JQ.Expr == "":
 			format = "pretty"
 		default:
 			format = "jsonl"
@@ -228,17 +405,14 @@ func (o *outputOptions) renderer(s *iostreams.IOStreams) (*render.Renderer, erro
 	if o.Template != "" && format != "template" {
 		return nil, usagef("--template goes with -o template")
 	}
-	r, err := render.New(s.Out, render.Options{Format: format, Template: o.Template, Fields: o.Fields, Color: s.ColorEnabled()})
+	r, err := render.New(s.Out, render.Options{
+		Format: format, Template: o.Template, Fields: o.Fields, JQ: o.JQ.q,
+		Color: s.ColorEnabled(), Width: s.TerminalWidth, // pretty lines fit a terminal
+	})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
 	return r, nil
-}
-
-// closedPipe reports a write to a pipe whose reader has gone (`evtctl replay | head -1`):
-// the command then ends quietly with status 0.
-func closedPipe(err error) bool {
-	return errors.Is(err, syscall.EPIPE)
 }
 
 // parsePosition reads a start or end of a range: @FILE (a checkpoint), a cursor, an RFC 3339
@@ -270,6 +444,21 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 	return client.Position{}, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
 }
 
+// parseSince reads --since: an RFC 3339 time, or a duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if _, err := cursor.Parse(s); err == nil || strings.HasPrefix(s, "@") {
+		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
+	}
+	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)
+}
+
 // headerEncodingOption is --header-encoding, which emit and forward share.
 type headerEncodingOption struct {
 	value string
@@ -278,15 +467,16 @@ type headerEncodingOption struct {
 
 func (o *headerEncodingOption) addFlag(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringVar(&o.value, "header-encoding", "percent", "how binary mode writes ce- header values: percent (as the HTTP binding requires; for evtctl nodes and receivers that follow the binding) or raw (for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them)")
-	choices(f, "header-encoding", "percent", "raw")
+	enumVar(f, &o.value, "header-encoding", "percent", "how binary mode writes ce- header values: {values}",
+		choice{name: "percent", help: "as the HTTP binding requires; for evtctl nodes and receivers that follow the binding"},
+		choice{name: "raw", help: "for receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener, which do not decode them"})
 }
 
 // get checks the flag against the content mode and returns the encoding.
 func (o *headerEncodingOption) get(mode string) (deliver.HeaderEncoding, error) {
-	enc, err := deliver.ParseHeaderEncoding(o.value)
+	enc, err := deliver.ParseHeaderEncoding(o.value) // the flag took only these values
 	if err != nil {
-		return 0, usagef("--header-encoding must be percent or raw, got %q", o.value)
+		return 0, usagef("--header-encoding: %v", err)
 	}
 	if o.flags != nil && o.flags.Changed("header-encoding") && mode != "binary" {
 		return 0, usagef("--header-encoding applies to binary mode; it does not go with --mode %s", mode)

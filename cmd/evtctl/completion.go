@@ -12,28 +12,15 @@ import (
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
-// choicesAnnotation marks a flag whose values are a fixed list, for shell completion.
-const choicesAnnotation = "evtctl_choices"
-
-// choices records the values a flag accepts, so that shells offer them on <TAB>.
-func choices(f *pflag.FlagSet, name string, values ...string) {
-	if err := f.SetAnnotation(name, choicesAnnotation, values); err != nil {
-		panic(err) // a flag of that name must have been defined just before
-	}
-}
-
-// registerCompletions walks the command tree once it is built: flags with fixed choices
-// complete to them, --type to the event types a reachable node holds, --context to the
+// registerCompletions walks the command tree once it is built: enum flags complete to
+// their values, --type to the event types a reachable node holds, --context to the
 // configured contexts.
 func registerCompletions(cmd *cobra.Command) {
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
 		var fn cobra.CompletionFunc
-		switch {
-		case fl.Annotations[choicesAnnotation] != nil:
-			values := fl.Annotations[choicesAnnotation]
-			fn = func(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-				return withPrefix(values, toComplete), cobra.ShellCompDirectiveNoFileComp
-			}
+		switch e, ok := fl.Value.(*enumValue); {
+		case ok:
+			fn = e.complete
 		case fl.Name == "type" && cmd.Flags().Lookup("node") != nil:
 			fn = completeTypes
 		case fl.Name == "context" && cmd.Flags().Lookup("node") != nil:
@@ -49,16 +36,6 @@ func registerCompletions(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		registerCompletions(sub)
 	}
-}
-
-func withPrefix(values []string, prefix string) []string {
-	var out []string
-	for _, v := range values {
-		if strings.HasPrefix(v, prefix) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // completeTypes offers the types of the newest events of the node the command line names,

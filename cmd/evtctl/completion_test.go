@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -9,17 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // runCLI runs one command line in-process and returns its exit status, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	streams, _, out, errOut := iostreams.Test()
-	root := newRootCmd(streams)
-	root.SetArgs(args)
-	ctx := context.Background()
-	return exitCode(streams, root.ExecuteContext(ctx), ctx), out.String(), errOut.String()
+	streams, _, out, errOut := testStreams()
+	return execute(context.Background(), streams, nil, args), out.String(), errOut.String()
 }
 
 var completionFiles = map[string]string{
@@ -71,7 +70,7 @@ func TestBashCompletionLoads(t *testing.T) {
 	}
 }
 
-// Flags with fixed choices complete to them; the command's own list wins where it has one.
+// Enum flags complete to their values; the command's own list wins where it has one.
 func TestCompleteChoices(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -79,7 +78,11 @@ func TestCompleteChoices(t *testing.T) {
 	}{
 		{[]string{"tail", "--on-gap", ""}, []string{"warn", "fail", "ignore"}},
 		{[]string{"tail", "-o", "p"}, []string{"pretty"}},
-		{[]string{"replay", "--output", ""}, []string{"jsonl", "pretty", "ce", "data", "template"}},
+		{[]string{"replay", "--output", ""}, []string{"jsonl", "json", "pretty", "ce", "data", "template", "tui"}},
+		{[]string{"emit", "--signal-format", ""}, []string{"form", "json", "get"}},
+		{[]string{"forward", "-o", ""}, []string{"jsonl", "json"}},
+		{[]string{"serve", "--log-level", "d"}, []string{"debug"}},
+		{[]string{"bench", "ingest", "--mode", ""}, []string{"batch", "structured"}},
 		{[]string{"emit", "--mode", "b"}, []string{"binary", "batch"}},
 		{[]string{"emit", "--header-encoding", ""}, []string{"percent", "raw"}},
 		{[]string{"forward", "--header-encoding", "r"}, []string{"raw"}},
@@ -135,5 +138,63 @@ func TestGenMan(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "evtctl-gen-man.1")); err == nil {
 		t.Error("the hidden gen-man command got a page")
+	}
+}
+
+// Each enum flag of every command is declared once, and that declaration gives its help,
+// its validation and its completion: the help lists every value, a value that is none of
+// them is a usage error naming them all, and any of them (case aside) is taken.
+func TestEnumFlags(t *testing.T) {
+	streams, _, _, _ := testStreams()
+	root := newRootCmd(streams)
+	seen := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(fl *pflag.Flag) {
+			e, ok := fl.Value.(*enumValue)
+			if !ok {
+				return
+			}
+			seen++
+			where := c.CommandPath() + " --" + fl.Name
+			if strings.Contains(fl.Usage, "{values}") || !strings.Contains(fl.Usage, e.describe()) {
+				t.Errorf("%s: the help %q does not list the values", where, fl.Usage)
+			}
+			for _, ch := range e.choices {
+				if !strings.Contains(fl.Usage, ch.name) {
+					t.Errorf("%s: the help leaves out %s", where, ch.name)
+				}
+			}
+			if fl.DefValue != "" && e.lookup(fl.DefValue) != fl.DefValue {
+				t.Errorf("%s: the default %q is not a value", where, fl.DefValue)
+			}
+			old := *e.p
+			defer func() { *e.p = old }()
+			err := e.Set("no-such-value")
+			if err == nil || err.Error() != "must be "+e.names() {
+				t.Errorf("%s: Set of a bad value: %v", where, err)
+			}
+			for _, ch := range e.choices {
+				if err := e.Set(strings.ToUpper(ch.name)); err != nil || *e.p != cmp.Or(ch.alias, ch.name) {
+					t.Errorf("%s: Set(%q): %v, stored %q", where, strings.ToUpper(ch.name), err, *e.p)
+				}
+			}
+			got, dir := e.complete(c, nil, "")
+			if len(got) != len(e.choices) || dir != cobra.ShellCompDirectiveNoFileComp {
+				t.Errorf("%s: completes to %q", where, got)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	if seen < 20 {
+		t.Errorf("%d enum flags in the command tree; expected at least 20", seen)
+	}
+	// A bad value is a usage error, with the command line's spelling of the flag.
+	code, _, stderr := runCLI(t, "replay", "--on-gap", "maybe")
+	if code != exitUsage || !strings.Contains(stderr, `invalid argument "maybe" for "--on-gap" flag: must be warn, fail or ignore`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }

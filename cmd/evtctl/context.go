@@ -36,7 +36,7 @@ only. Tokens are never printed back.`,
   evtctl context add local --node 127.0.0.1:7480
   evtctl context list
   evtctl tail --context local`,
-		Args: noArgs,
+		Args: groupArgs, // an argument can only be one of its subcommands
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCmdContextAdd(streams), newCmdContextUse(streams), newCmdContextList(streams),
@@ -258,14 +258,18 @@ type contextView struct {
 
 func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 	var output string
+	var jq jqOption
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the contexts (tokens are shown only as set or not)",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usagef("--output must be table or json, got %q", output)
+			if err := jq.implyJSON(&output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := jq.compile(cmd.Context()); err != nil {
+				return err
 			}
 			path, f, err := loadConfig()
 			if err != nil {
@@ -281,7 +285,7 @@ func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 				fmt.Fprintf(streams.ErrOut, "evtctl: warning: %s holds tokens and others can read it; chmod 600 it\n", path)
 			}
 			if output == "json" {
-				enc := json.NewEncoder(streams.Out)
+				enc := json.NewEncoder(jq.writer(streams.Out))
 				for _, v := range views {
 					if err := enc.Encode(v); err != nil {
 						return err
@@ -308,8 +312,8 @@ func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json (JSON lines)")
-	choices(cmd.Flags(), "output", "table", "json")
+	enumVarP(cmd.Flags(), &output, "output", "o", "table", "{values}", choice{name: "table"}, choice{name: "json", help: "JSON lines"})
+	jq.addFlag(cmd.Flags())
 	return cmd
 }
 

@@ -37,8 +37,10 @@ online-learning business (courses created and updated in a catalog, learners enr
 orders purchased) at a steady pace with a burst now and then, and tail them.
 
 On a terminal the events are shown in the interactive view (tail -i; press ? for its keys)
-unless -o or --count asks for lines; piped, they are written as JSON lines. The node's address and commands to try against it from another terminal are
-printed on stderr. Nothing is kept when the demo stops.`,
+unless -o or --count asks for lines; piped, they are written as JSON lines. The node's
+address and commands to try against it from another terminal are on the interactive
+view's help screen (?), and otherwise printed on stderr. Nothing is kept when the demo
+stops.`,
 		Example: `  evtctl demo
   evtctl demo --count 5 | jq -c '.data | {type, subject}'
   evtctl demo --type 'org.openedx.ecommerce.#' -o pretty`,
@@ -80,12 +82,16 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 	}
 	defer node.Close()
 
-	fmt.Fprintf(opts.streams.ErrOut, `evtctl demo: a node is running in memory at %[1]s (gone when the demo stops).
-Try from another terminal:
-  evtctl tail --node %[1]s --type 'org.openedx.ecommerce.#' -o pretty
-  evtctl replay --node %[1]s | jq -r .event | sort | uniq -c
-  evtctl emit --node %[1]s --source https://lms.example.com/events/ --type org.openedx.learning.course.enrollment.created.v1 --data '{"user":{"id":1}}'
-`, node.URL)
+	interactive := opts.interactive()
+	// The terminal UI shows the commands to try on its help screen, where they can be read
+	// while the node runs; printed on the terminal it covers, they would show only once
+	// the demo, and its node, had ended.
+	if !interactive || !opts.streams.IsStderrTTY() {
+		fmt.Fprintf(opts.streams.ErrOut, "evtctl demo: a node is running in memory at %s (gone when the demo stops).\nTry from another terminal:\n", node.URL)
+		for _, l := range demoCommands(node.URL) {
+			fmt.Fprintln(opts.streams.ErrOut, l)
+		}
+	}
 
 	sender, err := deliver.New(deliver.Options{URL: node.URL + "/events", Mode: deliver.Batch})
 	if err != nil {
@@ -103,13 +109,21 @@ Try from another terminal:
 	})
 	g.Go(func() error {
 		defer stopProducing()
-		if opts.interactive() {
+		if interactive {
 			query, _ := opts.query.build() // checked above
 			c, err := (&nodeOptions{Node: node.URL, exact: true}).client()
 			if err != nil {
 				return err
 			}
-			return runInteractive(gctx, opts.streams, c, interactiveConfig{Query: query, Follow: true})
+			notes := append([]string{
+				"This demo's node runs in memory at " + node.URL + " until the demo stops.",
+				"Try from another terminal:",
+				"",
+			}, demoCommands(node.URL)...)
+			return runInteractive(gctx, opts.streams, c, interactiveConfig{
+				Query: query, Follow: true,
+				Notes: notes, Message: "press ? for commands to try against this node from another terminal",
+			})
 		}
 		return runTail(gctx, &tailOptions{
 			streams: opts.streams, node: nodeOptions{Node: node.URL, exact: true}, query: opts.query, output: opts.output,
@@ -119,10 +133,25 @@ Try from another terminal:
 	return g.Wait()
 }
 
+// demoCommands are commands to try against the demo's node at url, indented, each line
+// short enough for an 80-column terminal, long ones continued with a backslash so that
+// they can be copied from the screen as they are.
+func demoCommands(url string) []string {
+	return []string{
+		"  evtctl tail --node " + url + " \\",
+		"    --type 'org.openedx.ecommerce.#' -o pretty",
+		"  evtctl replay --node " + url + " | jq -r .event | sort | uniq -c",
+		"  evtctl emit --node " + url + " \\",
+		"    --source https://lms.example.com/events/ \\",
+		"    --type " + demo.TypeEnrolled + " \\",
+		`    --data '{"user":{"id":1}}'`,
+	}
+}
+
 // interactive reports whether the demo shows the terminal UI: on a terminal, unless an
 // output format or --count asks for lines.
 func (o *demoOptions) interactive() bool {
-	return o.streams.IsStdoutTTY() && o.Count == 0 && o.output.Format == "" && o.output.Template == "" && len(o.output.Fields) == 0
+	return o.streams.IsStdoutTTY() && o.Count == 0 && !o.output.given()
 }
 
 // produceDemo sends the demo's story to the node: opts.Rate events a second, with a burst

@@ -76,9 +76,6 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 	return n, nil
 }
 
-// Addr is the node's host:port.
-func (n *embeddedNode) Addr() string { return n.URL[len("http://"):] }
-
 // Close wakes waiting readers, finishes requests in progress (bounded) and closes the log.
 func (n *embeddedNode) Close() error {
 	n.srv.Shutdown()

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/deliver"
@@ -51,6 +52,7 @@ type emitOptions struct {
 	Spool           string
 	Flush           string
 	Output          string
+	JQ              jqOption
 	MaxAttempts     int
 	Timeout         time.Duration
 	Strict          bool
@@ -95,11 +97,11 @@ how many events wait; --flush DIR sends them (and what earlier runs left, which 
 also sends first). Events the receiver refuses for themselves (400, 413, 422) go to
 DIR/dead-letter.jsonl and the others are still sent; any other failure stops the run. Ids stay
 the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
-		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop --data '{"total": 12.5}'
-  evtctl emit --count 1000 --rate 200 --type org.example.test.v1 --source /load --data '{"n": {{.Seq}}}'
+		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders --data '{"total": 12.5}'
+  evtctl emit --count 1000 --rate 200 --type org.example.load.sample.generated.v1 --source https://load.example.com/ --data '{"n": {{.Seq}}}'
   evtctl emit --file events.jsonl --mode batch --batch-size 500
-  evtctl emit --to http://localhost:8080/webhook --mode structured --type t --source /s
-  evtctl emit --spool ./outbox --count 100 --type t --source /s; evtctl emit --flush ./outbox`,
+  evtctl emit --to http://localhost:8080/webhook --mode structured --type org.example.hook.test.sent.v1 --source https://ops.example.com/
+  evtctl emit --spool ./outbox --count 100 --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders; evtctl emit --flush ./outbox`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -119,8 +121,8 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
-	f.StringVar(&opts.Mode, "mode", "structured", "HTTP content mode: structured, binary or batch (binary sends extensions as strings)")
-	choices(f, "mode", "structured", "binary", "batch")
+	enumVar(f, &opts.Mode, "mode", "structured", "HTTP content mode: {values}", choice{name: "structured"},
+		choice{name: "binary", help: "extensions as strings"}, choice{name: "batch", help: "--batch-size events per request"})
 	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
@@ -130,26 +132,24 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
 	f.StringVar(&opts.Flush, "flush", "", "send the events pending in this spool directory, then exit")
 	f.StringVar(&opts.Signal, "signal", "", "send Evented API signals to this URL instead: --type DOMAIN.NAME, --data an object of attributes")
-	f.StringVar(&opts.SignalFormat, "signal-format", "form", "how --signal sends: form (POST), json (POST) or get (query string)")
+	enumVar(f, &opts.SignalFormat, "signal-format", "form", "how --signal sends: {values}",
+		choice{name: "form", help: "POST"}, choice{name: "json", help: "POST"}, choice{name: "get", help: "query string"})
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
 	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
 	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
-	f.StringVarP(&opts.Output, "output", "o", "", "text or json: one line per accepted event (default text on a terminal, json otherwise)")
-	choices(f, "output", "text", "json")
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
+		choice{name: "text"}, choice{name: "json"})
+	opts.JQ.addFlag(f)
 	return cmd
 }
 
 func (o *emitOptions) validate(cmd *cobra.Command) error {
-	switch o.Mode {
-	case "binary", "structured", "batch":
-	default:
-		return usagef("--mode must be binary, structured or batch, got %q", o.Mode)
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+		return err
 	}
-	switch o.Output {
-	case "", "text", "json":
-	default:
-		return usagef("--output must be text or json, got %q", o.Output)
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
 	}
 	if o.BatchSize < 1 {
 		return usagef("--batch-size must be at least 1")
@@ -175,11 +175,6 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 			return usagef("--signal: %v", err)
 		}
 		o.Signal = u
-		switch o.SignalFormat {
-		case "form", "json", "get":
-		default:
-			return usagef("--signal-format must be form, json or get, got %q", o.SignalFormat)
-		}
 		for _, f := range []string{"to", "node", "mode", "header-encoding", "batch-size", "spool", "flush", "file", "concurrency"} {
 			if cmd.Flags().Changed(f) {
 				return usagef("--signal sends signals made from the flags; --%s does not apply", f)
@@ -244,7 +239,10 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := map[string]deliver.Mode{"binary": deliver.Binary, "structured": deliver.Structured, "batch": deliver.Batch}[o.Mode]
+	mode, err := deliver.ParseMode(o.Mode)
+	if err != nil {
+		return nil, err
+	}
 	enc, err := o.HeaderEncoding.get(o.Mode)
 	if err != nil {
 		return nil, err
@@ -252,6 +250,10 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
 	policy := deliver.WebhookPolicy()
 	policy.Backoff.MaxAttempts = o.MaxAttempts
+	// A target that has never answered is not waited for: nothing listening, a wrong host
+	// or TLS that does not fit need a person. Once it has answered, it is retried as any
+	// failure is (a restart); with --spool, nothing is lost either way.
+	policy.FirstContactFinal = true
 	s, err := deliver.New(deliver.Options{
 		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Policy: &policy, UserAgent: "evtctl/" + versionString(),
@@ -284,19 +286,22 @@ func (o *emitOptions) reportRetry(attempt int, delay time.Duration, err error) {
 // targetURL checks a receiver's URL; a bare host:port[/path] means http, as for --node.
 // Unlike a node's address, path, trailing slash and query are kept as given.
 func targetURL(s string) (string, error) {
-	s = strings.TrimSpace(s)
+	given := strings.TrimSpace(s)
+	s = given
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
 	u, err := neturl.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", s)
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port/path", given)
 	}
 	return u.String(), nil
 }
 
-// source yields the events to send, one at a time, as validated CloudEvents JSON.
-type source func() ([]byte, error) // io.EOF when done
+// source yields the events to send, one at a time, as validated CloudEvents JSON, each with
+// its number: its line in --file, else its place in the sequence (1, 2, …). The error is
+// io.EOF when there are no more.
+type source func() (ev []byte, n int, err error)
 
 func (o *emitOptions) source() (source, error) {
 	lim := cevent.Limits{}
@@ -327,7 +332,7 @@ func (o *emitOptions) source() (source, error) {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		line := 0
-		return func() ([]byte, error) {
+		return func() ([]byte, int, error) {
 			for sc.Scan() {
 				line++
 				b := []byte(strings.TrimSpace(sc.Text()))
@@ -336,14 +341,15 @@ func (o *emitOptions) source() (source, error) {
 				}
 				full, err := eventgen.FillDefaults(b, o.now())
 				if err != nil {
-					return nil, usagef("--file line %d: %v", line, err)
+					return nil, line, usagef("--file line %d: %v", line, err)
 				}
-				return check(line, full)
+				full, err = check(line, full)
+				return full, line, err
 			}
 			if err := sc.Err(); err != nil {
-				return nil, fmt.Errorf("--file: %w", err)
+				return nil, line, fmt.Errorf("--file: %w", err)
 			}
-			return nil, io.EOF
+			return nil, line, io.EOF
 		}, nil
 	}
 	data, err := o.readData()
@@ -370,16 +376,17 @@ func (o *emitOptions) source() (source, error) {
 		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
 	}
 	seq := 0
-	return func() ([]byte, error) {
+	return func() ([]byte, int, error) {
 		if seq == count {
-			return nil, io.EOF
+			return nil, seq, io.EOF
 		}
 		seq++
 		b, err := g.Event(seq)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, seq, usagef("%v", err)
 		}
-		return check(seq, b)
+		b, err = check(seq, b)
+		return b, seq, err
 	}, nil
 }
 
@@ -434,10 +441,11 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	}
 	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	prog := newProgress(opts.streams, "sent", "signals")
+	out := opts.JQ.writer(opts.streams.Out)
+	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
 	for {
-		ev, err := next()
+		ev, _, err := next()
 		if err == io.EOF {
 			return nil
 		}
@@ -455,9 +463,16 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		}
 		typ := gjson.GetBytes(ev, "type").String()
 		if jsonOut {
-			fmt.Fprintf(opts.streams.Out, "{\"signal\":%q,\"status\":%d}\n", typ, status)
+			b, _ := json.Marshal(struct {
+				Signal string `json:"signal"`
+				Status int    `json:"status"`
+			}{typ, status})
+			_, err = out.Write(append(b, '\n'))
 		} else {
-			fmt.Fprintf(opts.streams.Out, "signalled %s (%d)\n", typ, status)
+			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
+		}
+		if err != nil && !closedPipe(err) { // a reader that has gone does not stop the signals
+			return err
 		}
 		prog.add(1)
 	}
@@ -494,12 +509,12 @@ type emitter struct {
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
 	e := &emitter{
-		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.streams.Out),
+		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.JQ.writer(opts.streams.Out)),
 		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
 	}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
-	e.prog = newProgress(opts.streams, "sent", "events")
+	e.prog = newProgress(opts.streams, "sent", "event")
 	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
 	return e
 }
@@ -561,8 +576,25 @@ func (o *emitOptions) limiter() *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(o.Rate), o.group())
 }
 
+// batch is the events of one request, each with its number (see source).
+type batch struct {
+	events [][]byte
+	nums   []int
+}
+
+// sendFailure is a request that failed: the events it was delivering when it failed (the
+// one, or a whole batch), and why.
+type sendFailure struct {
+	err error
+	batch
+}
+
+func (f *sendFailure) Error() string { return f.err.Error() }
+func (f *sendFailure) Unwrap() error { return f.err }
+
 // runDirect sends the events as they are read, without a spool: a failure that stops the
-// run leaves the rest unsent, and the message says how many.
+// run leaves the rest unsent, and the message says which event failed, why, and how many
+// were delivered.
 func (e *emitter) runDirect(ctx context.Context) error {
 	opts := e.opts
 	next, err := opts.source()
@@ -575,17 +607,22 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	group, lim := opts.group(), opts.limiter()
 	// The reader makes groups of events; --concurrency senders deliver them. With one
 	// sender, events arrive in order.
-	jobs := make(chan [][]byte, opts.Concurrency)
+	jobs := make(chan batch, opts.Concurrency)
 	g, gctx := errgroup.WithContext(ctx)
 	for range opts.Concurrency {
 		g.Go(func() error {
-			for events := range jobs {
-				res, err := e.s.Send(gctx, events)
-				if rerr := e.report(events, res); err == nil {
-					err = rerr
+			for b := range jobs {
+				res, err := e.s.Send(gctx, b.events)
+				if rerr := e.report(b.events, res); err == nil && rerr != nil {
+					return rerr
 				}
 				if err != nil {
-					return err
+					f := &sendFailure{err: err, batch: b}
+					if opts.Mode != "batch" { // one request per event: the first not delivered failed
+						i := min(len(res), len(b.events)-1)
+						f.batch = batch{events: b.events[i : i+1], nums: b.nums[i : i+1]}
+					}
+					return f
 				}
 			}
 			return nil
@@ -598,9 +635,9 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		readerDone <- func() error {
 			defer close(jobs)
 			for done := false; !done; {
-				var events [][]byte
-				for len(events) < group {
-					b, err := next()
+				var b batch
+				for len(b.events) < group {
+					ev, n, err := next()
 					if err == io.EOF {
 						done = true
 						break
@@ -608,18 +645,18 @@ func (e *emitter) runDirect(ctx context.Context) error {
 					if err != nil {
 						return err
 					}
-					events = append(events, b)
+					b.events, b.nums = append(b.events, ev), append(b.nums, n)
 				}
-				if len(events) == 0 {
+				if len(b.events) == 0 {
 					return nil
 				}
 				if lim != nil {
-					if err := lim.WaitN(gctx, len(events)); err != nil {
+					if err := lim.WaitN(gctx, len(b.events)); err != nil {
 						return err
 					}
 				}
 				select {
-				case jobs <- events:
+				case jobs <- b:
 				case <-gctx.Done():
 					return gctx.Err()
 				}
@@ -634,14 +671,20 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		return nil
 	case sendErr != nil:
 		e.prog.done()
-		if ctx.Err() == nil {
-			e.notSent()
+		if ctx.Err() != nil {
+			return sendErr // interrupted
 		}
-		return deliveryError(sendErr)
+		failure, hints := splitHints(e.failure(sendErr))
+		tally := e.notSent()
+		if tally == "" {
+			return withHints(failure, hints...)
+		}
+		fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s\n", safeText(failure.Error()))
+		return withHints(&statusError{exitError, errors.New(tally)}, hints...)
 	case readErr != nil && !errors.Is(readErr, context.Canceled):
 		e.prog.done()
 		if n := e.delivered(); n > 0 {
-			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", wasWere(n, "event"))
+			fmt.Fprintf(opts.streams.ErrOut, "evtctl: %s sent before the one that failed\n", english.WasWere(n, "event"))
 		}
 		return readErr
 	case readErr != nil:
@@ -651,36 +694,85 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	return nil
 }
 
-// notSent says, after a failed delivery without a spool, what did not reach the receiver.
-func (e *emitter) notSent() {
+// notSent says, after a failed delivery without a spool, what did not reach the receiver;
+// nothing when the run had one event to send.
+func (e *emitter) notSent() string {
 	n := e.delivered()
-	w := e.opts.streams.ErrOut
 	if e.opts.File == "" {
 		total := max(e.opts.Count, 1)
-		fmt.Fprintf(w, "evtctl: delivered %d of %s; %s not sent\n", n, plural(total, "event"), wasWere(total-n, ""))
-		return
+		if total == 1 {
+			return ""
+		}
+		return fmt.Sprintf("delivered %d of %s; %s not sent", n, english.Plural(total, "event"), english.WasWere(total-n, ""))
 	}
-	fmt.Fprintf(w, "evtctl: delivered %s; the rest of --file %s was not sent\n", plural(n, "event"), e.opts.File)
+	return fmt.Sprintf("delivered %s; the rest of --file %s was not sent", english.Plural(n, "event"), e.opts.File)
 }
 
-// plural returns "1 event", "2 events".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
+// failure words a failed delivery: a target that cannot be reached or does not take
+// events, with what to do about it; a refused event, naming it and giving the receiver's
+// reason; 410 Gone.
+func (e *emitter) failure(err error) error {
+	toNode := e.opts.To == ""
+	if ce := deliveryContact(err, toNode, e.opts.node.resolved, e.s.Where()); ce != nil {
+		return ce
 	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	var (
+		se *deliver.StatusError
+		f  *sendFailure
+	)
+	who := "the receiver"
+	if toNode {
+		who = "the node"
+	}
+	switch {
+	case errors.Is(err, deliver.ErrGone):
+		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
+	case errors.As(err, &se) && refusal(se.Status) && errors.As(err, &f):
+		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.batch), statusReason(se)),
+			authHint(err, toNode, e.opts.node.resolved)...)
+	}
+	return err
 }
 
-// wasWere returns "1 event was", "2 events were"; with no noun, "1 was", "2 were".
-func wasWere(n int, noun string) string {
-	s := strconv.Itoa(n)
-	if noun != "" {
-		s = plural(n, noun)
+// refusal reports a final answer about the request itself (4xx but 429): the events, or
+// how they were sent.
+func refusal(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusTooManyRequests
+}
+
+// statusReason is a refusal's status and the receiver's reason: `400 Bad Request: "source"
+// is missing`, or that it gave none.
+func statusReason(se *deliver.StatusError) string {
+	s := strconv.Itoa(se.Status)
+	if t := http.StatusText(se.Status); t != "" {
+		s += " " + t
 	}
-	if n == 1 {
-		return s + " was"
+	if strings.TrimSpace(se.Reason) == "" {
+		return s + ", with no reason given"
 	}
-	return s + " were"
+	return s + ": " + safeText(se.Reason)
+}
+
+// describeEvents names the events of a request for a message: their id, and their line of
+// --file or their number.
+func (e *emitter) describeEvents(b batch) string {
+	where := func(nums []int) string {
+		first, last := nums[0], nums[len(nums)-1]
+		switch {
+		case e.opts.File != "" && first == last:
+			return fmt.Sprintf("--file line %d", first)
+		case e.opts.File != "":
+			return fmt.Sprintf("--file lines %d-%d", first, last)
+		case first == last:
+			return fmt.Sprintf("number %d of %d", first, max(e.opts.Count, 1))
+		}
+		return fmt.Sprintf("numbers %d-%d of %d", first, last, max(e.opts.Count, 1))
+	}
+	if len(b.events) == 1 {
+		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.events[0])), where(b.nums))
+	}
+	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.events), "event"),
+		safeText(eventID(b.events[0])), safeText(eventID(b.events[len(b.events)-1])), where(b.nums))
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -689,7 +781,7 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 		return
 	}
 	el := time.Since(start)
-	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
+	fmt.Fprintf(o.streams.ErrOut, "sent %s in %s (%.0f/s)", english.Plural(sent, "event"), el.Round(time.Millisecond), float64(sent)/max(el.Seconds(), 1e-9))
 	if dups > 0 {
 		if dups == 1 {
 			fmt.Fprint(o.streams.ErrOut, "; 1 was a duplicate the node already had")
@@ -702,14 +794,23 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 
 func eventID(b []byte) string { return gjson.GetBytes(b, "id").String() }
 
-// deliveryError words a failed delivery for the user.
-func deliveryError(err error) error {
+// deliveryError words a failure that stopped a spool's drain: the request, not one event,
+// was refused (a refused event is dead-lettered), or the target cannot be reached.
+func (e *emitter) deliveryError(err error) error {
+	toNode := e.opts.To == ""
+	if ce := deliveryContact(err, toNode, e.opts.node.resolved, e.s.Where()); ce != nil {
+		return ce
+	}
+	who := "the receiver"
+	if toNode {
+		who = "the node"
+	}
 	var se *deliver.StatusError
 	switch {
 	case errors.Is(err, deliver.ErrGone):
-		return fmt.Errorf("the receiver answered 410 Gone: it takes no more events; stopping")
-	case errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests:
-		return fmt.Errorf("the receiver refused the event (%d): %s", se.Status, se.Reason)
+		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
+	case errors.As(err, &se) && refusal(se.Status):
+		return withHints(fmt.Errorf("%s refused the request: %s", who, statusReason(se)), authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err
 }

@@ -13,8 +13,6 @@ import (
 	"testing"
 
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // TestEmitToSDKReceiver sends events with emit to a receiver built with sdk-go, in binary
@@ -61,7 +59,7 @@ func TestEmitToSDKReceiver(t *testing.T) {
 			}))
 			defer srv.Close()
 
-			s, _, out, errOut := iostreams.Test()
+			s, _, out, errOut := testStreams()
 			root := newRootCmd(s)
 			root.SetArgs([]string{"emit", "--to", srv.URL, "--mode", mode, "--count", "2",
 				"--type", "org.example.shop.order.purchased.v1", "--source", "/shop/eu%20west",
@@ -102,7 +100,7 @@ func TestEmitTrustsCAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	emit := func(extra ...string) error {
-		s, _, _, _ := iostreams.Test()
+		s, _, _, _ := testStreams()
 		root := newRootCmd(s)
 		root.SetArgs(append([]string{"emit", "--to", srv.URL, "--mode", "binary", "--type", "t.x", "--source", "/s", "--id", "tls-1", "--max-attempts", "1"}, extra...))
 		return root.ExecuteContext(context.Background())

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/deliver"
 	"github.com/evtctl/evtctl/pkg/outbox"
 )
@@ -42,7 +43,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 	var readErr error
 	if opts.Spool != "" {
 		if earlier > 0 {
-			fmt.Fprintf(errOut, "evtctl: the spool %s holds %s from an earlier run; they go first\n", dir, plural(earlier, "event"))
+			fmt.Fprintf(errOut, "evtctl: the spool %s holds %s from an earlier run; they go first\n", dir, english.Plural(earlier, "event"))
 		}
 		var n int
 		n, readErr = e.spoolAll(ctx, spool)
@@ -63,20 +64,23 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		return err
 	}
 	d.damaged += damaged
+	var hints []string // what to do about the failure, after the summary
 	if d.failure != nil && !closedPipe(d.failure) && ctx.Err() == nil {
-		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(deliveryError(d.failure).Error()))
+		var failure error
+		failure, hints = splitHints(e.deliveryError(d.failure))
+		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(failure.Error()))
 	}
 	if waiting == 0 && d.refused == 0 && d.damaged == 0 && readErr == nil && d.failure == nil {
 		e.opts.summary(e.prog, e.sent, e.dups, e.start)
 		return nil
 	}
-	msg := "delivered " + plural(e.delivered(), "event")
+	msg := "delivered " + english.Plural(e.delivered(), "event")
 	if d.refused > 0 {
 		msg += fmt.Sprintf("; %s refused by the receiver, kept in %s (to resend: jq -c .event %s | evtctl emit --file -)",
-			wasWere(d.refused, "event"), spool.DeadLetterPath(), spool.DeadLetterPath())
+			english.WasWere(d.refused, "event"), spool.DeadLetterPath(), spool.DeadLetterPath())
 	}
 	if d.damaged > 0 {
-		msg += fmt.Sprintf("; %s damaged and moved aside (*.bad in %s)", wasWere(d.damaged, "spool entry"), dir)
+		msg += fmt.Sprintf("; %s damaged and moved aside (*.bad in %s)", english.WasWere(d.damaged, "spool entry"), dir)
 	}
 	if waiting > 0 {
 		flush := "evtctl emit --flush " + dir
@@ -87,7 +91,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		if waiting == 1 {
 			verb = "waits"
 		}
-		msg += fmt.Sprintf("; %s %s in the spool %s (%s to send them)", plural(waiting, "event"), verb, dir, flush)
+		msg += fmt.Sprintf("; %s %s in the spool %s (%s to send them)", english.Plural(waiting, "event"), verb, dir, flush)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -97,7 +101,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		fmt.Fprintf(errOut, "evtctl: %s\n", msg)
 		return readErr
 	}
-	return &statusError{exitError, errors.New(msg)}
+	return withHints(&statusError{exitError, errors.New(msg)}, hints...)
 }
 
 // strictError is an event that does not pass lint with --strict.
@@ -145,7 +149,7 @@ func (e *emitter) spoolAll(ctx context.Context, spool *outbox.Spool) (int, error
 		if err := ctx.Err(); err != nil {
 			return n, err
 		}
-		b, err := next()
+		b, _, err := next()
 		if err == io.EOF {
 			return n, store()
 		}
@@ -337,7 +341,7 @@ func describeEvents(events [][]byte) string {
 	if len(events) == 1 {
 		return "event " + safeText(eventID(events[0]))
 	}
-	return fmt.Sprintf("a batch of %d events", len(events))
+	return "a batch of " + english.Plural(len(events), "event")
 }
 
 // refusedEvents reports whether the receiver refused the events themselves, so that sending

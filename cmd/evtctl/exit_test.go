@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -29,7 +27,7 @@ func TestExitCodes(t *testing.T) {
 		{"cancel without signal is an error", context.Background(), context.Canceled, 1, "context canceled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _, _, errOut := iostreams.Test()
+			s, _, _, errOut := testStreams()
 			if got := exitCode(s, tc.err, tc.ctx); got != tc.code {
 				t.Errorf("code = %d, want %d", got, tc.code)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/deliver"
@@ -44,6 +45,7 @@ type forwardOptions struct {
 	Secret         string
 	Headers        []string
 	Output         string
+	JQ             jqOption
 	Sync           string
 	UntilCaughtUp  bool
 	OnGap          string
@@ -109,7 +111,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE and keep it updated (default DIR/checkpoint with --state)")
 	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
 	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
-	f.StringVar(&opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: binary or structured")
+	enumVar(f, &opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: {values}", choice{name: "binary"}, choice{name: "structured"})
 	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "deliveries in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Ordered, "ordered", false, "deliver strictly in log order, one at a time, waiting for a failing event's retries")
@@ -119,46 +121,31 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.IntVar(&opts.MaxPending, "max-pending", forward.DefaultMaxPending, "events waiting for a retry before reading new ones pauses")
 	f.StringVar(&opts.Secret, "secret", "", "sign deliveries (Standard Webhooks: whsec_ and base64) (default $EVTCTL_WEBHOOK_SECRET)")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
-	f.StringVarP(&opts.Output, "output", "o", "", "jsonl: write each attempt's result to stdout as a JSON line")
-	f.StringVar(&opts.Sync, "sync", "always", "fsync the retry journal for every outcome (always) or before each checkpoint (checkpoint: faster; a power loss may repeat recent deliveries)")
+	opts.JQ.addFlag(f)
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}: write each attempt's result to stdout as a JSON line",
+		choice{name: "jsonl"}, choice{name: "json", help: "the same as jsonl", alias: "jsonl"})
+	enumVar(f, &opts.Sync, "sync", "always", "when to fsync the retry journal: {values}", choice{name: "always", help: "for every outcome"},
+		choice{name: "checkpoint", help: "before each checkpoint: faster; a power loss may repeat recent deliveries"})
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head is delivered or dead-lettered (retries included)")
-	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost to the node's retention: warn, fail (exit 3) or ignore")
+	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events were lost to the node's retention: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request to the node")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request to the node")
 	f.DurationVar(&opts.RetryFor, "retry-for", 0, "give up when the node has failed for this long (0: keep retrying)")
-	choices(f, "mode", "binary", "structured")
-	choices(f, "output", "jsonl")
-	choices(f, "sync", "always", "checkpoint")
-	choices(f, "on-gap", "warn", "fail", "ignore")
 	return cmd
 }
 
 func (o *forwardOptions) validate(cmd *cobra.Command) error {
+	if err := o.JQ.implyJSON(&o.Output, cmd.Flags().Changed("output"), "jsonl"); err != nil {
+		return err
+	}
+	if err := o.JQ.compile(cmd.Context()); err != nil {
+		return err
+	}
 	if o.To == "" {
 		return usagef("--to is required: the webhook to deliver to")
 	}
-	switch o.Mode {
-	case "binary", "structured":
-	default:
-		return usagef("--mode must be binary or structured, got %q", o.Mode)
-	}
 	if _, err := o.HeaderEncoding.get(o.Mode); err != nil {
 		return err
-	}
-	switch o.Output {
-	case "", "jsonl":
-	default:
-		return usagef("--output must be jsonl, got %q", o.Output)
-	}
-	switch o.OnGap {
-	case "warn", "fail", "ignore":
-	default:
-		return usagef("--on-gap must be warn, fail or ignore, got %q", o.OnGap)
-	}
-	switch o.Sync {
-	case "always", "checkpoint":
-	default:
-		return usagef("--sync must be always or checkpoint, got %q", o.Sync)
 	}
 	if o.Concurrency < 1 {
 		return usagef("--concurrency must be at least 1")
@@ -307,7 +294,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	default:
 		head, err := headCursor(ctx, c, retryReporter(opts.streams))
 		if err != nil {
-			return err
+			return opts.node.explain(err)
 		}
 		if head == "" {
 			so.FromStart = true // an empty log: everything is new
@@ -399,7 +386,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return opts.query.refused(err)
+	return opts.node.explain(opts.query.refused(err))
 }
 
 // startAt applies --from to the stream options.
@@ -481,7 +468,7 @@ type forwardReporter struct {
 func newForwardReporter(opts *forwardOptions) *forwardReporter {
 	r := &forwardReporter{s: opts.streams, tty: opts.streams.IsStderrTTY(), counts: map[forward.Outcome]int{}}
 	if opts.Output == "jsonl" {
-		r.out = bufio.NewWriter(opts.streams.Out)
+		r.out = bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
 	}
 	return r
 }
@@ -534,8 +521,8 @@ func (r *forwardReporter) result(res forward.Result) error {
 		}
 		fmt.Fprintln(r.s.ErrOut, safeText(line))
 	case res.Outcome == forward.OutcomeDeadLetter:
-		fmt.Fprintf(r.s.ErrOut, "evtctl: gave up on event %s (cursor %s) after %d attempts (status %s): %s\n",
-			safeText(res.ID), res.Cursor, res.Attempt, status, safeText(res.Reason))
+		fmt.Fprintf(r.s.ErrOut, "evtctl: gave up on event %s (cursor %s) after %s (status %s): %s\n",
+			safeText(res.ID), res.Cursor, english.Plural(res.Attempt, "attempt"), status, safeText(res.Reason))
 	}
 	return nil
 }

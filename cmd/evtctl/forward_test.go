@@ -20,7 +20,6 @@ import (
 	"github.com/evtctl/evtctl/pkg/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/forward"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 func init() {
@@ -300,10 +299,10 @@ func TestForwardUsageErrors(t *testing.T) {
 		{[]string{"-H", "X-Bad"}, "want 'Name: value'"},
 		{[]string{"--secret", "not base64!"}, "--secret: the secret is not base64"},
 		{[]string{"--ordered", "--concurrency", "4"}, "--ordered delivers one event at a time"},
-		{[]string{"--mode", "batch"}, "--mode must be binary or structured"},
-		{[]string{"--header-encoding", "quoted"}, `--header-encoding must be percent or raw, got "quoted"`},
+		{[]string{"--mode", "batch"}, `invalid argument "batch" for "--mode" flag: must be binary or structured`},
+		{[]string{"--header-encoding", "quoted"}, `invalid argument "quoted" for "--header-encoding" flag: must be percent or raw`},
 		{[]string{"--mode", "structured", "--header-encoding", "raw"}, "--header-encoding applies to binary mode; it does not go with --mode structured"},
-		{[]string{"--sync", "never"}, "--sync must be always or checkpoint"},
+		{[]string{"--sync", "never"}, `invalid argument "never" for "--sync" flag: must be always or checkpoint`},
 		{[]string{"--from", "yesterday"}, `--from "yesterday": want start, a cursor`},
 		{[]string{"-q", "type ="}, "--query"},
 	} {
@@ -311,7 +310,7 @@ func TestForwardUsageErrors(t *testing.T) {
 		if tc.args != nil {
 			args = append(args, "--to", "127.0.0.1:1/hook", "--node", "127.0.0.1:1")
 		}
-		streams, _, out, errOut := iostreams.Test()
+		streams, _, out, errOut := testStreams()
 		root := newRootCmd(streams)
 		root.SetArgs(args)
 		ctx := context.Background()

@@ -12,11 +12,9 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/render"
-	"github.com/evtctl/evtctl/pkg/render/tui"
 )
 
 // interactiveOptions are the flags of tail and replay that open the terminal UI.
@@ -28,9 +26,6 @@ type interactiveOptions struct {
 func (o *interactiveOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.Interactive, "interactive", "i", false, "browse the events in a full-screen terminal UI (the same as -o tui)")
 	f.IntVar(&o.Keep, "keep", tui.DefaultKeep, "with -i: events the UI keeps in memory; others are fetched again when scrolled to")
-	if f.Lookup("output") != nil {
-		choices(f, "output", append(render.Formats(), "tui")...)
-	}
 }
 
 // on reports whether the UI is asked for: -i, or -o tui.
@@ -69,35 +64,14 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
-	query, err := opts.query.build()
+	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}
-	cfg := interactiveConfig{
-		Query: query, Follow: true, FromStart: opts.FromStart, Keep: opts.ui.Keep,
+	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
+		Query: query, Follow: true, From: from, FromStart: opts.FromStart, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, Wait: opts.Wait, RetryFor: opts.RetryFor,
-	}
-	if opts.After != "" {
-		if _, err := cursor.Parse(opts.After); err != nil {
-			return usagef("--after: %v", err)
-		}
-		cfg.From = client.Position{Cursor: opts.After}
-	}
-	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
-			return err
-		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		cfg.From = p
-	}
-	c, err := opts.node.client()
-	if err != nil {
-		return err
-	}
-	return runInteractive(ctx, opts.streams, c, cfg)
+	}))
 }
 
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
@@ -110,10 +84,10 @@ func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	return runInteractive(ctx, opts.streams, c, interactiveConfig{
+	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, RetryFor: opts.RetryFor,
-	})
+	}))
 }
 
 // interactiveConfig says what the terminal UI shows. The zero value follows the head of
@@ -135,6 +109,9 @@ type interactiveConfig struct {
 	PageSize int           // events per request; 0: the UI's default
 	Wait     time.Duration // long-poll wait while following; 0: 25s
 	RetryFor time.Duration // stop retrying a failing node after this long; 0: never
+
+	Notes   []string // lines at the top of the UI's help screen
+	Message string   // shown above the status bar until a key is pressed
 }
 
 // runInteractive runs the full-screen terminal UI on the node c talks to, until the user
@@ -169,6 +146,7 @@ func runInteractive(ctx context.Context, streams *iostreams.IOStreams, c *client
 		Source: src, Query: cfg.Query, Follow: cfg.Follow,
 		From: cfg.From, FromStart: cfg.FromStart, To: cfg.To, Reverse: cfg.Reverse,
 		Keep: cfg.Keep, PageSize: cfg.PageSize, Backoff: client.Backoff{GiveUp: cfg.RetryFor},
+		Notes: cfg.Notes, Message: cfg.Message,
 		NoColor: !color, Clipboard: out,
 	})
 	defer m.Close()

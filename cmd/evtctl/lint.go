@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/lint"
 )
@@ -19,7 +20,9 @@ import (
 type lintOptions struct {
 	streams *iostreams.IOStreams
 	Output  string
+	JQ      jqOption
 	Args    []string
+	Rules   bool // list the rules instead of checking
 }
 
 func newCmdLint(streams *iostreams.IOStreams) *cobra.Command {
@@ -34,23 +37,56 @@ boolean, at most 64 KiB, and a UUID1 id.
 
 Each argument is a file (one event, a JSON array of events, or JSON lines), - for stdin, or an
 event given inline; with no argument, stdin is read. Exit status 1 when any error is found;
-warnings alone exit 0.`,
+warnings alone exit 0. --rules lists the rules, their IDs and severities.`,
 		Example: `  evtctl lint events.jsonl
   evtctl replay --since 1h -o ce | evtctl lint
-  evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json`,
+  evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json
+  evtctl lint --rules`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch opts.Output {
-			case "text", "json":
-			default:
-				return usagef("--output must be text or json, got %q", opts.Output)
+			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := opts.JQ.compile(cmd.Context()); err != nil {
+				return err
 			}
 			opts.Args = args
+			if opts.Rules {
+				if len(args) > 0 {
+					return usagef("--rules takes no arguments")
+				}
+				return listLintRules(opts)
+			}
 			return runLint(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "text", "text, or json (one finding per line)")
-	choices(cmd.Flags(), "output", "text", "json")
+	enumVarP(cmd.Flags(), &opts.Output, "output", "o", "text", "{values}", choice{name: "text"}, choice{name: "json", help: "one finding per line"})
+	opts.JQ.addFlag(cmd.Flags())
+	cmd.Flags().BoolVar(&opts.Rules, "rules", false, "list the rules lint applies, in order, and exit")
 	return cmd
+}
+
+// listLintRules writes the rules: aligned text, or with -o json one object per line.
+func listLintRules(opts *lintOptions) error {
+	w := bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
+	defer w.Flush()
+	rules := lint.Rules()
+	if opts.Output == "json" {
+		enc := json.NewEncoder(w)
+		for _, r := range rules {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	width := 0
+	for _, r := range rules {
+		width = max(width, len(r.ID))
+	}
+	for _, r := range rules {
+		fmt.Fprintf(w, "%-*s  %-7s  %s\n", width, r.ID, r.Severity, r.Summary)
+	}
+	return nil
 }
 
 // lintFinding is a finding with where it came from, for --output json.
@@ -65,7 +101,7 @@ func runLint(opts *lintOptions) error {
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
 	}
-	w := bufio.NewWriter(opts.streams.Out)
+	w := bufio.NewWriter(opts.JQ.writer(opts.streams.Out))
 	defer w.Flush()
 	errs, warns, events := 0, 0, 0
 	for _, in := range inputs {
@@ -98,7 +134,7 @@ func runLint(opts *lintOptions) error {
 		return err
 	}
 	if opts.Output == "text" {
-		fmt.Fprintf(opts.streams.ErrOut, "%d events checked: %d errors, %d warnings\n", events, errs, warns)
+		fmt.Fprintf(opts.streams.ErrOut, "%s checked: %s, %s\n", english.Plural(events, "event"), english.Plural(errs, "error"), english.Plural(warns, "warning"))
 	}
 	if errs > 0 {
 		return &statusError{exitError, errors.New("")}

@@ -20,9 +20,25 @@ func run(args []string) int {
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	streams := iostreams.System()
+	return execute(ctx, iostreams.System(), os.Stdout, args)
+}
+
+// execute runs one command line on streams and returns its exit status. stdout, when not
+// nil, is the file behind streams.Out, watched for a reader that goes away.
+func execute(ctx context.Context, streams *iostreams.IOStreams, stdout *os.File, args []string) int {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := watchStreams(streams, cancel)
 	root := newRootCmd(streams)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(streams, err, ctx)
+	// A client command ends when its output can go nowhere; a node keeps serving whatever
+	// becomes of its log's reader.
+	if target, _, err := root.Find(args); err == nil && target.CommandPath() != "evtctl serve" {
+		watch.arm()
+		if stdout != nil && !streams.IsStdoutTTY() {
+			defer watchReader(stdout, func() { cancel(errStdoutGone) })()
+		}
+	}
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(streams, pointUsage(err, cmd), ctx)
 }

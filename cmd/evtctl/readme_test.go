@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -46,8 +51,8 @@ func TestReadmeTestCommandIsCI(t *testing.T) {
 	}
 	var ciTest []string
 	for _, line := range strings.Split(string(ci), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "go test") {
-			ciTest = append(ciTest, strings.TrimSpace(line))
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "go test") || strings.HasPrefix(l, "go tool gotestsum") {
+			ciTest = append(ciTest, l)
 		}
 	}
 	if len(ciTest) != 1 || ciTest[0] != cmds[1] {
@@ -93,4 +98,136 @@ func TestReadmeQuickStart(t *testing.T) {
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
 		t.Fatalf("the demo left files in a clean home: %v", entries)
 	}
+}
+
+// TestEmitExamplesPassLint: every `evtctl emit` example in the README and in `emit --help`
+// makes events that `evtctl lint` finds no error in, so that a user who copies one is not
+// told off by the project's own linter. The examples are run against a receiver that keeps
+// what it is sent, with --count 2 and no rate, and the events it got are linted.
+func TestEmitExamplesPassLint(t *testing.T) {
+	var examples []string
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	text = strings.ReplaceAll(text, "\\\n", " ") // continued lines
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "`")
+		if i := strings.Index(line, "evtctl emit "); i >= 0 && (i == 0 || line[i-1] == '`' || line[i-1] == ' ') {
+			ex := line[i:]
+			if line[max(i-1, 0)] == '`' || strings.Contains(ex, "`") {
+				ex, _, _ = strings.Cut(ex, "`") // inline code ends at its backquote
+			}
+			if j := strings.Index(ex, "  # "); j >= 0 {
+				ex = ex[:j] // a comment
+			}
+			examples = append(examples, ex)
+		}
+	}
+	_, help, _ := runCLI(t, "emit", "--help")
+	_, ex, _ := strings.Cut(help, "Examples:")
+	ex, _, _ = strings.Cut(ex, "Flags:")
+	for _, line := range strings.Split(ex, "\n") {
+		for _, part := range strings.Split(line, ";") {
+			if i := strings.Index(part, "evtctl emit "); i >= 0 {
+				examples = append(examples, strings.TrimSpace(part[i:]))
+			}
+		}
+	}
+	var got []json.RawMessage
+	var mu sync.Mutex
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/cloudevents-batch") {
+			var batch []json.RawMessage
+			json.Unmarshal(body, &batch)
+			got = append(got, batch...)
+		} else {
+			got = append(got, body)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer recv.Close()
+	ran := 0
+	for _, ex := range examples {
+		args := splitArgs(strings.TrimPrefix(ex, "evtctl "))
+		if slices.ContainsFunc(args, func(a string) bool {
+			return a == "--file" || a == "--flush" || a == "--signal" || a == "[--id"
+		}) || !slices.Contains(args, "--type") || slices.Contains(args, "T") {
+			continue // not an example that makes events from flags (a synopsis, a file, a signal)
+		}
+		args = dropFlags(args, "--node", "--to", "--spool", "--count", "--rate", "-o")
+		if i := slices.Index(args, "|"); i >= 0 {
+			args = args[:i]
+		}
+		mu.Lock()
+		got = got[:0]
+		mu.Unlock()
+		args = append(args, "--to", recv.URL, "--count", "2", "--rate", "0", "-o", "json")
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d: %s", ex, code, stderr)
+		}
+		mu.Lock()
+		events := slices.Clone(got)
+		mu.Unlock()
+		if len(events) != 2 {
+			t.Fatalf("%s: the receiver got %d events, want 2", ex, len(events))
+		}
+		for _, e := range events {
+			if code, out, stderr := runCLI(t, "lint", string(e)); code != 0 {
+				t.Errorf("%s makes an event lint refuses:\n%s%s", ex, out, stderr)
+			}
+		}
+		ran++
+	}
+	if ran < 5 {
+		t.Fatalf("only %d emit examples were checked: %q", ran, examples)
+	}
+}
+
+// splitArgs splits a shell command line on spaces, keeping quoted words whole.
+func splitArgs(s string) []string {
+	var out []string
+	var cur strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// dropFlags removes the named flags and their values.
+func dropFlags(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if slices.Contains(names, args[i]) {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

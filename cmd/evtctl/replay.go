@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 )
@@ -58,10 +59,8 @@ then, as for tail.`,
 			if opts.Limit < 0 {
 				return usagef("--limit must not be negative")
 			}
-			switch opts.OnGap {
-			case "warn", "fail", "ignore":
-			default:
-				return usagef("--on-gap must be warn, fail or ignore, got %q", opts.OnGap)
+			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
+				return err
 			}
 			return runReplay(cmd.Context(), opts)
 		},
@@ -69,15 +68,14 @@ then, as for tail.`,
 	f := cmd.Flags()
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
-	opts.output.addFlags(f)
+	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
 	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
 	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
-	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events after --from were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
-	choices(f, "on-gap", "warn", "fail", "ignore")
+	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
@@ -89,11 +87,11 @@ func (opts *replayOptions) resolve() (query string, from, to client.Position, c 
 		return
 	}
 	now := opts.now()
-	if from, err = parsePosition("--from", firstNonEmpty(opts.From, opts.Since), now); err != nil {
-		return
-	}
-	if opts.Since != "" && from.Time.IsZero() {
-		err = usagef("--since takes a duration or a time; use --from for a cursor or checkpoint")
+	if opts.Since != "" {
+		if from.Time, err = parseSince(opts.Since, now); err != nil {
+			return
+		}
+	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
 		return
 	}
 	if to, err = parsePosition("--to", opts.To, now); err != nil {
@@ -111,11 +109,11 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := opts.output.renderer(opts.streams)
+	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
 		return err
 	}
-	prog := newProgress(opts.streams, "replayed", "events")
+	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
@@ -137,10 +135,10 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		return nil
 	})
 	prog.done()
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
-// progress shows a running count on stderr, only when stderr is a terminal, and a last
+// progress shows a running count of things (a singular noun: "event") on stderr, only when stderr is a terminal, and a last
 // line with the total and the rate when it has shown anything.
 type progress struct {
 	s           *iostreams.IOStreams
@@ -163,17 +161,17 @@ func (p *progress) add(n int) {
 		if p.total > 0 {
 			const width = 30
 			done := min(width*p.n/p.total, width)
-			fmt.Fprintf(p.s.ErrOut, "\r\x1b[K[%s%s] %3d%% %d/%d %s (%.0f/s)", strings.Repeat("#", done), strings.Repeat(".", width-done),
-				100*p.n/p.total, p.n, p.total, p.thing, rate)
+			fmt.Fprintf(p.s.ErrOut, "\r\x1b[K[%s%s] %3d%% %d/%s (%.0f/s)", strings.Repeat("#", done), strings.Repeat(".", width-done),
+				100*p.n/p.total, p.n, english.Plural(p.total, p.thing), rate)
 			return
 		}
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s (%.0f/s)", p.verb, p.n, p.thing, rate)
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %s (%.0f/s)", p.verb, english.Plural(p.n, p.thing), rate)
 	}
 }
 
 func (p *progress) done() {
 	if p.on && !p.shown.IsZero() {
 		el := time.Since(p.start)
-		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %d %s in %s (%.0f/s)\n", p.verb, p.n, p.thing, el.Round(time.Millisecond), float64(p.n)/max(el.Seconds(), 1e-9))
+		fmt.Fprintf(p.s.ErrOut, "\r\x1b[K%s %s in %s (%.0f/s)\n", p.verb, english.Plural(p.n, p.thing), el.Round(time.Millisecond), float64(p.n)/max(el.Seconds(), 1e-9))
 	}
 }

@@ -23,7 +23,7 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.SetVersionTemplate("evtctl {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.AddCommand(
 		newCmdVersion(streams),
 		newCmdServe(streams),
@@ -37,6 +37,10 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 		newCmdContext(streams),
 		newCmdGenMan(streams),
 	)
+	root.AddCommand(newHelpTopics()...)
+	root.SetHelpCommand(newCmdHelp())
+	root.InitDefaultCompletionCmd() // now, so that setGroupArgs sees it
+	setGroupArgs(root)
 	registerCompletions(root)
 	return root
 }

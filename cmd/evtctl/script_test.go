@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +29,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv("EVTCTL_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
+	// Most of this package's end-to-end tests wait — on child processes, long-polls, retry
+	// delays, a Tendermint node's blocks — rather than compute: let more of them run at
+	// once than the default of one per CPU. -test.parallel on the command line still wins.
+	if f := flag.Lookup("test.parallel"); f != nil {
+		_ = f.Value.Set("8")
+	}
 	testscript.Main(m, map[string]func(){
 		"evtctl": func() { os.Exit(run(os.Args[1:])) },
 	})
@@ -49,6 +56,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 }
 
 func TestScripts(t *testing.T) {
+	t.Parallel() // beside the other long end-to-end tests
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
@@ -59,10 +67,17 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: scriptCmds,
+		Condition: func(cond string) (bool, error) {
+			if port, ok := strings.CutPrefix(cond, "free:"); ok {
+				return portFree(port), nil // [free:7480]: nothing listens on 127.0.0.1:7480
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 	})
 }
 
-// cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it.
+// cmdNode starts an in-process node on a free loopback port and points EVTCTL_NODE at it
+// (NODE_ADDR is its host:port).
 //
 //	node [-max-items N] [-window D] [-read-token T] [-ingest-token T] [-dir DIR] [-wait-max D]
 func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
@@ -109,6 +124,7 @@ func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
 	hs := srv.HTTPServer(ln.Addr().String(), 2*time.Second)
 	go hs.Serve(ln)
 	ts.Setenv("EVTCTL_NODE", "http://"+ln.Addr().String())
+	ts.Setenv("NODE_ADDR", ln.Addr().String())
 	ts.Defer(func() {
 		srv.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

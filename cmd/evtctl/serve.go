@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/eventlog"
 	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/jetstream"
@@ -133,11 +134,6 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 			if (opts.TLSCert == "") != (opts.TLSKey == "") {
 				return usagef("--tls-cert and --tls-key go together")
 			}
-			switch opts.Sync {
-			case "always", "none":
-			default:
-				return usagef("--sync must be always or none, got %q", opts.Sync)
-			}
 			if err := checkStoreFlags(cmd.Flags(), opts); err != nil {
 				return err
 			}
@@ -174,8 +170,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
 	f.Var(&opts.SegmentSize, "segment-size", "start a new segment file of the embedded log at about this size")
 	f.DurationVar(&opts.DedupeWindow, "dedupe-window", 10*time.Minute, "acknowledge a repeated (source, id) with its first cursor for this long (0 disables)")
-	f.StringVar(&opts.Sync, "sync", "always", "when to acknowledge appends: always (after fsync) or none (after write; survives kill -9, not power loss)")
-	choices(f, "sync", "always", "none")
+	enumVar(f, &opts.Sync, "sync", "always", "when to acknowledge appends: {values}",
+		choice{name: "always", help: "after fsync"}, choice{name: "none", help: "after write; survives kill -9, not power loss"})
 	f.IntVar(&opts.PageDefault, "page-default", 10, "events per page when a request asks for none")
 	f.IntVar(&opts.PageMax, "page-max", 1000, "most events per page")
 	f.DurationVar(&opts.WaitDefault, "wait-default", time.Second, "long-poll wait when a request gives none")
@@ -192,10 +188,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	f.StringVar(&opts.TLSKey, "tls-key", "", "private key for --tls-cert (PEM)")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
-	f.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	choices(f, "log-format", "text", "json")
-	f.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	choices(f, "log-level", "debug", "info", "warn", "error")
+	enumVar(f, &opts.LogFormat, "log-format", "text", "log format on stderr: {values}", choice{name: "text"}, choice{name: "json"})
+	enumVar(f, &opts.LogLevel, "log-level", "info", "log level: {values}", choice{name: "debug"}, choice{name: "info"}, choice{name: "warn"}, choice{name: "error"})
 
 	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
 	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")
@@ -210,9 +204,10 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS TLS")
 	f.StringVar(&opts.NATSKey, "nats-key", "", "private key (PEM) for --nats-cert")
 	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is (also a stream evtctl did not write)")
-	f.StringVar(&opts.NATSAtomic, "nats-atomic-batches", "auto", "store each ingest batch all-or-nothing with atomic batch publish (nats-server 2.12+): true, false (event by event, pipelined), or auto: atomic on a replicated stream, event by event on a single replica, whichever is faster")
+	enumVar(f, &opts.NATSAtomic, "nats-atomic-batches", "auto", "store each ingest batch all-or-nothing with atomic batch publish (nats-server 2.12+): {values}",
+		choice{name: "auto", help: "atomic on a replicated stream, event by event on a single replica, whichever is faster"},
+		choice{name: "true", help: "always atomic"}, choice{name: "false", help: "event by event, pipelined"})
 	f.Lookup("nats-atomic-batches").NoOptDefVal = "true"
-	choices(f, "nats-atomic-batches", "auto", "true", "false")
 	f.DurationVar(&opts.NATSTimeout, "nats-timeout", 5*time.Second, "how long to wait for each reply from NATS; at start, six times this for NATS and the stream to be ready")
 	return cmd
 }
@@ -495,7 +490,7 @@ func runVerify(opts *serveOptions) error {
 		return err
 	}
 	out := opts.streams.Out
-	fmt.Fprintf(out, "%s: %s in %s", r.Dir, plural(int(r.Records), "intact event"), plural(r.Files, "segment file"))
+	fmt.Fprintf(out, "%s: %s in %s", r.Dir, english.Plural(int(r.Records), "intact event"), english.Plural(r.Files, "segment file"))
 	if r.HighMark > 0 {
 		fmt.Fprintf(out, "; the highest sequence number committed is %d", r.HighMark)
 	}
@@ -514,5 +509,5 @@ func runVerify(opts *serveOptions) error {
 	for _, d := range r.Damage {
 		lost += d.Count()
 	}
-	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", plural(int(lost), "event"), plural(len(r.Damage), "damaged range"))}
+	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", english.Plural(int(lost), "event"), english.Plural(len(r.Damage), "damaged range"))}
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // signalSeen is a request a test consumer got.
@@ -53,7 +51,7 @@ func (c *signalConsumer) requests() []signalSeen {
 }
 
 func signalOpts(url string, headers ...string) *emitOptions {
-	s, _, _, _ := iostreams.Test()
+	s, _, _, _ := testStreams()
 	return &emitOptions{
 		streams: s, Signal: url, SignalFormat: "form", Type: "shop.purchased", Source: "/x",
 		Data: `{"total":"12.50"}`, MaxAttempts: 3, Timeout: 5 * time.Second, Headers: headers, now: time.Now,

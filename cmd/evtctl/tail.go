@@ -59,16 +59,14 @@ Connection failures are retried with backoff, honouring Retry-After.`,
   evtctl tail --checkpoint consumer.cursor --on-gap fail -o ce >> events.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch opts.OnGap {
-			case "warn", "fail", "ignore":
-			default:
-				return usagef("--on-gap must be warn, fail or ignore, got %q", opts.OnGap)
-			}
 			if n := countSet(opts.After != "", opts.Since != "", opts.FromStart); n > 1 {
 				return usagef("--after, --since and --from-start choose the same thing: give one")
 			}
 			if opts.Count < 0 {
 				return usagef("--count must not be negative")
+			}
+			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
+				return err
 			}
 			return runTail(cmd.Context(), opts)
 		},
@@ -76,7 +74,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	f := cmd.Flags()
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
-	opts.output.addFlags(f)
+	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
 	f.StringVar(&opts.After, "after", "", "start after this cursor")
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (10m) or an RFC 3339 time")
@@ -85,13 +83,15 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	f.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "exit when no event arrives for this long (0: never)")
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head has been written")
-	f.StringVar(&opts.OnGap, "on-gap", "warn", "when events were lost: warn (on stderr, and go on), fail (exit 3) or ignore")
-	choices(f, "on-gap", "warn", "fail", "ignore")
+	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", 0, "give up when the node has failed for this long (0: keep retrying)")
 	return cmd
 }
+
+// onGapChoices are the values of --on-gap.
+var onGapChoices = []choice{{name: "warn", help: "on stderr, and go on"}, {name: "fail", help: "exit 3"}, {name: "ignore"}}
 
 func countSet(bs ...bool) int {
 	n := 0
@@ -128,19 +128,40 @@ func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 	}
 }
 
+// resolve turns the flags into the query, where following starts (--after's cursor or
+// --since's time; zero: the head, or the oldest event with --from-start) and a client of
+// the node. tail and tail -i both start from it.
+func (opts *tailOptions) resolve() (query string, from client.Position, c *client.Client, err error) {
+	if query, err = opts.query.build(); err != nil {
+		return
+	}
+	if opts.After != "" {
+		if _, err = cursor.Parse(opts.After); err != nil {
+			err = usagef("--after: %v", err)
+			return
+		}
+		from = client.Position{Cursor: opts.After}
+	}
+	if opts.Since != "" {
+		var t time.Time
+		if t, err = parseSince(opts.Since, opts.now()); err != nil {
+			return
+		}
+		from = client.Position{Time: t}
+	}
+	c, err = opts.node.client()
+	return
+}
+
 func runTail(ctx context.Context, opts *tailOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runTailInteractive(ctx, opts)
 	}
-	query, err := opts.query.build()
+	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
 	}
-	c, err := opts.node.client()
-	if err != nil {
-		return err
-	}
-	r, err := opts.output.renderer(opts.streams)
+	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
 		return err
 	}
@@ -149,24 +170,9 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		wait = time.Millisecond // the head is the goal: do not wait there for new events
 	}
 	so := client.StreamOptions{
-		Query: query, After: opts.After, FromStart: opts.FromStart,
+		Query: query, After: from.Cursor, Since: from.Time, FromStart: opts.FromStart,
 		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
-	}
-	if opts.After != "" {
-		if _, err := cursor.Parse(opts.After); err != nil {
-			return usagef("--after: %v", err)
-		}
-	}
-	if opts.Since != "" {
-		p, err := parsePosition("--since", opts.Since, opts.now())
-		if err != nil {
-			return err
-		}
-		if p.Time.IsZero() {
-			return usagef("--since takes a duration or a time; use --after for a cursor")
-		}
-		so.Since = p.Time
 	}
 	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
 	if ck.path != "" {
@@ -236,7 +242,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	if ferr := ck.update("", true); ferr != nil && err == nil {
 		err = ferr
 	}
-	return streamResult(ctx, opts.query.refused(err))
+	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
 }
 
 // streamResult maps how a stream ended to the command's result.

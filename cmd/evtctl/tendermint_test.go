@@ -33,6 +33,7 @@ func TestTendermintScripts(t *testing.T) {
 	if script == "" {
 		t.Skip("skipping: " + missing)
 	}
+	t.Parallel() // beside the other long end-to-end tests
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/tendermint",
 		RequireExplicitExec: true,

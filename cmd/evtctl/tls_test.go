@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns their paths.
@@ -74,7 +72,7 @@ func TestServeTLS(t *testing.T) {
 	}
 
 	replay := func(extra ...string) (string, error) {
-		s, _, out, _ := iostreams.Test()
+		s, _, out, _ := testStreams()
 		root := newRootCmd(s)
 		root.SetArgs(append([]string{"replay", "--node", url, "-o", "jsonl", "--retry-for", "1s"}, extra...))
 		err := root.ExecuteContext(context.Background())

@@ -15,14 +15,17 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/retry"
@@ -48,7 +51,13 @@ type Client struct {
 	hc       *http.Client
 	id       atomic.Int64
 	kind     atomic.Int32 // a Kind, learned from the node's replies
+	answered atomic.Bool  // the node has answered the events method in this process
 }
+
+// Answered reports whether the node has answered a call of the events method with a result
+// since the client was made. Until it has, failures that waiting cannot mend are final
+// (see ContactError).
+func (c *Client) Answered() bool { return c.answered.Load() }
 
 // Kind is what a client has learned of its node from its replies.
 type Kind int32
@@ -161,16 +170,17 @@ func TLSConfig(caFile string, insecure bool) (*tls.Config, error) {
 
 // NormalizeNode turns a node address into a base URL without a trailing slash.
 func NormalizeNode(node string) (string, error) {
-	node = strings.TrimSpace(node)
-	if node == "" {
+	given := strings.TrimSpace(node)
+	if given == "" {
 		return "", errors.New("no node given")
 	}
+	node = given
 	if !strings.Contains(node, "://") {
 		node = "http://" + node
 	}
 	u, err := url.Parse(node)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("node %q is not an http(s) URL or host:port", node)
+		return "", fmt.Errorf("%q is not an http(s) URL or host:port", given)
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return strings.TrimRight(u.String(), "/"), nil
@@ -264,22 +274,169 @@ func (e *RPCError) Error() string {
 // HTTPError is a reply whose HTTP status is not 200.
 type HTTPError struct {
 	Status     int
-	Message    string
+	Message    string        // what the body says, in one line (see Page)
 	RetryAfter time.Duration // from Retry-After, 0 when absent
+	// Page: the body was a web page (HTML) or other text, not JSON as a node's own
+	// refusals are, nor empty.
+	Page bool
+
+	wantsTLS bool // the reply says plain HTTP reached a port that takes HTTPS
 }
 
 func (e *HTTPError) Error() string {
 	msg := strings.TrimSpace(e.Message)
-	if msg == "" {
+	switch {
+	case e.Page:
+		return fmt.Sprintf("node answered %d (a web page: %q)", e.Status, msg)
+	case msg == "":
 		msg = http.StatusText(e.Status)
 	}
 	return fmt.Sprintf("node answered %d: %s", e.Status, msg)
 }
 
+// describe is the status with its text and what the body said: `501 Not Implemented (a web
+// page: "Error response …")`.
+func (e *HTTPError) describe() string {
+	s := strconv.Itoa(e.Status)
+	if t := http.StatusText(e.Status); t != "" {
+		s += " " + t
+	}
+	msg := strings.TrimSpace(e.Message)
+	switch {
+	case e.Page && (msg == s || msg == http.StatusText(e.Status)):
+		return s + " (a web page)"
+	case msg == "" || msg == http.StatusText(e.Status) || msg == s:
+		return s
+	case e.Page:
+		return fmt.Sprintf("%s (a web page: %q)", s, msg)
+	}
+	return s + ": " + msg
+}
+
+// ContactKind says why a node that has not answered yet cannot be used.
+type ContactKind int
+
+// The kinds of ContactError.
+const (
+	NoNode         ContactKind = iota + 1 // nothing listens at the address (connection refused)
+	NoHost                                // the host name does not resolve
+	TLSMismatch                           // http:// against a TLS port, or https:// against plain HTTP or something else
+	BadCertificate                        // the node's certificate could not be verified, or the handshake failed
+	NotEventsAPI                          // something answered, but not the events method
+)
+
+// ContactError is a failure to reach a node that has not answered the events method yet in
+// this process, of a kind that waiting does not mend: nothing listens at the address, the
+// host name does not resolve, TLS does not fit, or what answers does not serve the events
+// method (a web page, a 404, a JSON reply of another kind). Retryable reports false for it:
+// retrying is for a node that has answered before and fails for a while (a restart).
+type ContactError struct {
+	Node string // the node's base URL, without a password
+	Kind ContactKind
+	Err  error // the failure: a transport error, an *HTTPError, an *RPCError or a *DecodeError
+}
+
+func (e *ContactError) Error() string {
+	switch e.Kind {
+	case NoNode:
+		return fmt.Sprintf("no node answers at %s (connection refused)", e.Node)
+	case NoHost:
+		var de *net.DNSError
+		if errors.As(e.Err, &de) {
+			return fmt.Sprintf("cannot find the host of %s: no such host %q", e.Node, de.Name)
+		}
+		return fmt.Sprintf("cannot find the host of %s: %v", e.Node, e.Err)
+	case TLSMismatch:
+		var he *HTTPError
+		switch {
+		case errors.As(e.Err, &he):
+			return fmt.Sprintf("%s is an HTTPS port: it answered plain HTTP with %s", e.Node, he.describe())
+		case peer.Classify(e.Err) == peer.PlainHTTP:
+			return fmt.Sprintf("%s answers in plain HTTP, not HTTPS", e.Node)
+		}
+		return fmt.Sprintf("%s does not answer in TLS: %v", e.Node, unwrapURL(e.Err))
+	case BadCertificate:
+		return fmt.Sprintf("TLS with %s failed: %v", e.Node, unwrapURL(e.Err))
+	case NotEventsAPI:
+		var he *HTTPError
+		var re *RPCError
+		switch {
+		case errors.As(e.Err, &he):
+			return fmt.Sprintf("%s does not serve the events API: it answered %s", e.Node, he.describe())
+		case errors.As(e.Err, &re) && re.Code == -32601:
+			return fmt.Sprintf("%s does not serve the events API: it has no method \"events\" (%s)", e.Node, re.Error())
+		}
+		return fmt.Sprintf("%s does not serve the events API: %v", e.Node, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *ContactError) Unwrap() error { return e.Err }
+
+// unwrapURL drops Go's "Post "url": " prefix from a transport error.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// firstContact turns a failure of a node that has not answered yet into a *ContactError
+// when waiting would not mend it, and returns it unchanged otherwise: transport failures
+// that may pass (a reset, a timeout), a busy node, and 429, 500, 502, 503 and 504 replies in
+// JSON or without a body, which a node (or a proxy in front of one) gives while it cannot
+// serve for a moment.
+func (c *Client) firstContact(err error) error {
+	var (
+		he *HTTPError
+		re *RPCError
+		de *DecodeError
+	)
+	kind := ContactKind(0)
+	switch {
+	case errors.As(err, &he):
+		switch {
+		case he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden:
+		case he.wantsTLS:
+			kind = TLSMismatch
+		case he.Page:
+			kind = NotEventsAPI
+		case he.Status == http.StatusTooManyRequests || he.Status >= 500 && he.Status != http.StatusNotImplemented && he.Status != http.StatusHTTPVersionNotSupported:
+		default:
+			kind = NotEventsAPI // 404, 405, 501, …: not the events method's endpoint
+		}
+	case errors.As(err, &re):
+		switch re.Code {
+		case -32601, -32600, -32700: // no such method; our call is not a request to it
+			kind = NotEventsAPI
+		}
+	case errors.As(err, &de):
+		kind = NotEventsAPI
+	default:
+		switch peer.Classify(err) {
+		case peer.NoListener:
+			kind = NoNode
+		case peer.NoSuchHost:
+			kind = NoHost
+		case peer.PlainHTTP, peer.NotTLS:
+			kind = TLSMismatch
+		case peer.Certificate, peer.TLSFailure:
+			kind = BadCertificate
+		}
+	}
+	if kind == 0 {
+		return err
+	}
+	return &ContactError{Node: c.base, Kind: kind, Err: err}
+}
+
 // Retryable reports whether an error from Events is worth retrying: transport failures,
-// 5xx, 429 and a busy node. A bad query, a bad cursor or a refused token is not.
+// 5xx, 429 and a busy node. A bad query, a bad cursor, a refused token and a
+// *ContactError (a node that has not answered yet and cannot be used) are not.
 func Retryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var ce *ContactError
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
 		return false
 	}
 	var he *HTTPError
@@ -305,6 +462,9 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("the node's reply is not an events result: %v (an empty body)", e.Err)
+	}
 	return fmt.Sprintf("the node's reply is not an events result: %v (reply begins %q)", e.Err, e.Body)
 }
 func (e *DecodeError) Unwrap() error { return e.Err }
@@ -340,8 +500,20 @@ type rpcFilter struct {
 }
 
 // Events calls the events method once. The request's context bounds the call; a long-poll
-// is given its wait plus a margin.
+// is given its wait plus a margin. Until the node has answered once, a failure that waiting
+// does not mend is a *ContactError.
 func (c *Client) Events(ctx context.Context, req Request) (*Reply, error) {
+	r, err := c.events(ctx, req)
+	switch {
+	case err == nil:
+		c.answered.Store(true)
+	case !c.answered.Load() && ctx.Err() == nil:
+		err = c.firstContact(err)
+	}
+	return r, err
+}
+
+func (c *Client) events(ctx context.Context, req Request) (*Reply, error) {
 	p := &rpcParams{MaxItems: req.MaxItems, After: req.After, Before: req.Before, WaitTime: int64(req.Wait)}
 	if req.Query != "" {
 		p.Filter = &rpcFilter{Query: req.Query}
@@ -449,8 +621,15 @@ func transportError(ctx context.Context, err error) error {
 
 func decodeReply(resp *http.Response, data []byte) (*Reply, error) {
 	if resp.StatusCode != http.StatusOK {
-		he := &HTTPError{Status: resp.StatusCode, Message: errorMessage(data)}
+		form := peer.FormOf(data)
+		page := form == peer.HTMLBody || form == peer.TextBody
+		max := 200 // a node's own message
+		if page {
+			max = 100 // the start of a page is enough to tell what answered
+		}
+		he := &HTTPError{Status: resp.StatusCode, Message: peer.Text(data, max), Page: page}
 		he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		he.wantsTLS = peer.WantsTLS(resp.StatusCode, data)
 		return nil, he
 	}
 	return parseReply(data)
@@ -718,28 +897,13 @@ func (w *walker) array(elem func()) {
 
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// errorMessage pulls a readable message out of an error body: {"error":"..."} as an evtctl
-// node writes it, a JSON-RPC error, or the text itself.
-func errorMessage(b []byte) string {
-	var e struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
-		var s string
-		if json.Unmarshal(e.Error, &s) == nil {
-			return s
-		}
-		var re RPCError
-		if json.Unmarshal(e.Error, &re) == nil {
-			return re.Error()
-		}
-	}
-	return prefix(b, 200)
-}
-
+// prefix is the start of a body for a message: at most n bytes of it, in one line.
 func prefix(b []byte, n int) string {
-	s := strings.TrimSpace(string(b))
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b[:min(len(b), 4*n)]), "\uFFFD")), " ")
 	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
 		return s[:n] + "…"
 	}
 	return s

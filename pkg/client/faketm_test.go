@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -351,7 +352,7 @@ func (f *fakeTendermint) scanLocked(q *filter.Query, after, before string, max i
 		if after != "" && tmTime(it.Cursor) <= at {
 			break
 		}
-		if !q.Match(filter.AttributeMap{"tm.event": {it.Event}}) {
+		if !q.MatchJSON([]byte(`{"type":` + strconv.Quote(it.Event) + `}`)) {
 			continue
 		}
 		if len(res.Items) == max {

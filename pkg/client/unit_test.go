@@ -175,6 +175,8 @@ func TestRetryable(t *testing.T) {
 		{&RPCError{Code: -32602}, false},
 		{&RPCError{Code: -32601}, false},
 		{&DecodeError{Err: errors.New("x")}, false},
+		{&ContactError{Kind: NotEventsAPI, Err: &HTTPError{Status: 502}}, false},
+		{&ContactError{Kind: NoNode, Err: opErr}, false},
 		{io.EOF, true},
 		{io.ErrUnexpectedEOF, true},
 		{fmt.Errorf("cannot reach the node: %w", opErr), true},
@@ -276,7 +278,7 @@ func TestDecodeReplyShapes(t *testing.T) {
 		if !errors.As(err, &he) || he.Status != 503 || he.Message != "the node is shutting down" || he.RetryAfter != 2*time.Second {
 			t.Fatalf("got %#v", err)
 		}
-		if err.Error() != "node answered 503: the node is shutting down" {
+		if err.Error() != "node answered 503: the node is shutting down" || he.Page {
 			t.Errorf("Error() = %q", err.Error())
 		}
 	})
@@ -297,6 +299,13 @@ func TestDecodeReplyShapes(t *testing.T) {
 	t.Run("empty body", func(t *testing.T) {
 		_, err := decodeReply(resp(429), nil)
 		if err == nil || err.Error() != "node answered 429: Too Many Requests" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a web page", func(t *testing.T) {
+		_, err := decodeReply(resp(502), []byte("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<h1>502 Bad Gateway</h1>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"))
+		var he *HTTPError
+		if !errors.As(err, &he) || !he.Page || err.Error() != `node answered 502 (a web page: "502 Bad Gateway nginx")` {
 			t.Fatalf("got %v", err)
 		}
 	})

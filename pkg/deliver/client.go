@@ -3,9 +3,6 @@ package deliver
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/retry"
 )
 
@@ -67,6 +66,8 @@ type Client struct {
 	url    *url.URL
 	where  string // the URL for messages, without a password
 	hc     *http.Client
+	// answered: the receiver has answered a request (with any status).
+	answered atomic.Bool
 }
 
 // NewClient checks cfg and returns a Client.
@@ -216,7 +217,7 @@ func (c *Client) Do(ctx context.Context, req Request) (Attempt, error) {
 			return a, a.Err
 		}
 		if n >= c.policy.Attempts() {
-			return a, fmt.Errorf("giving up after %d attempts: %w", n, a.Err)
+			return a, fmt.Errorf("giving up after %s: %w", english.Plural(n, "attempt"), a.Err)
 		}
 		delay := c.policy.Wait(n, a)
 		if c.cfg.OnRetry != nil {
@@ -308,13 +309,16 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 		default:
 			a.Err, a.Reason = err, transportReason(err)
 			a.Verdict = c.transportVerdict()
-			if errors.Is(err, errTooManyRedirects) || errors.Is(err, errDowngrade) || isCertError(err) {
+			f := peer.Classify(err)
+			if errors.Is(err, errTooManyRedirects) || errors.Is(err, errDowngrade) || f == peer.Certificate ||
+				c.policy.FirstContactFinal && !c.answered.Load() && f != peer.Transient {
 				a.Verdict = Failed
 			}
 		}
 		return a
 	}
 	defer resp.Body.Close()
+	c.answered.Store(true)
 	a := Attempt{Status: resp.StatusCode, Redirects: h.n}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		if !r.KeepReply {
@@ -416,16 +420,6 @@ func port(u *url.URL) string {
 	return ""
 }
 
-func isCertError(err error) bool {
-	var (
-		certErr  *tls.CertificateVerificationError
-		authErr  x509.UnknownAuthorityError
-		hostErr  x509.HostnameError
-		invalErr x509.CertificateInvalidError
-	)
-	return errors.As(err, &certErr) || errors.As(err, &authErr) || errors.As(err, &hostErr) || errors.As(err, &invalErr)
-}
-
 // transportReason words a transport failure without repeating the request line.
 func transportReason(err error) string {
 	var ue *url.Error
@@ -435,37 +429,9 @@ func transportReason(err error) string {
 	return err.Error()
 }
 
-// Reason returns the message of a receiver's error reply: the "error" (or "message")
-// member of a JSON reply, else its text with whitespace collapsed, shortened to 512 bytes.
+// Reason returns the message of a receiver's error reply, in one line of at most 512
+// bytes: the "error" (or "message") member of a JSON reply, the text of an HTML page without
+// its markup, or the text itself, with runs of white space made one space.
 func Reason(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '{' {
-		var m struct {
-			Error   any `json:"error"`
-			Message any `json:"message"`
-		}
-		if json.Unmarshal(b, &m) == nil {
-			for _, v := range []any{m.Error, m.Message} {
-				switch v := v.(type) {
-				case string:
-					if v != "" {
-						return v
-					}
-				case map[string]any: // {"error":{"message":"..."}}
-					if msg, ok := v["message"].(string); ok && msg != "" {
-						return msg
-					}
-				}
-			}
-		}
-	}
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
-	if len(s) > maxReasonLen {
-		cut := maxReasonLen
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return peer.Text(b, maxReasonLen)
 }

@@ -32,6 +32,12 @@ type Policy struct {
 	// RetryTransport retries transport failures (a refused connection, a reset, no reply
 	// within the timeout).
 	RetryTransport bool
+	// FirstContactFinal makes the transport failures that waiting does not mend final until
+	// the receiver has answered a request of this Client (with any status): nothing
+	// listening at the address, a host name that does not resolve, TLS that does not fit.
+	// A person has to act first (start the receiver, fix the URL); once the receiver has
+	// answered, they are retried as RetryTransport says, as a receiver restarting is.
+	FirstContactFinal bool
 	// MaxRedirects bounds the redirects followed in one attempt; 0 means
 	// DefaultMaxRedirects, a negative value follows none.
 	MaxRedirects int
@@ -147,23 +153,6 @@ const (
 	Failed                   // a final failure: another attempt cannot succeed
 	Abandoned                // the context ended first; the request is still to be made
 )
-
-// String returns the verdict's name.
-func (v Verdict) String() string {
-	switch v {
-	case Delivered:
-		return "delivered"
-	case Retry:
-		return "retry"
-	case Gone:
-		return "gone"
-	case Failed:
-		return "failed"
-	case Abandoned:
-		return "abandoned"
-	}
-	return "Verdict(?)"
-}
 
 // verdictOf classifies a reply's status.
 func (p Policy) verdictOf(status int) Verdict {

@@ -126,3 +126,20 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// String names a verdict in the messages of tests.
+func (v Verdict) String() string {
+	switch v {
+	case Delivered:
+		return "delivered"
+	case Retry:
+		return "retry"
+	case Gone:
+		return "gone"
+	case Failed:
+		return "failed"
+	case Abandoned:
+		return "abandoned"
+	}
+	return "Verdict(?)"
+}

@@ -79,9 +79,6 @@ func New(spec Spec, now func() time.Time) (*Generator, error) {
 	return g, nil
 }
 
-// Templated reports whether any field is a template, so that --count makes distinct events.
-func (g *Generator) Templated() bool { return len(g.tmpls) > 0 }
-
 func newID() string {
 	if u, err := uuid.NewUUID(); err == nil {
 		return u.String()

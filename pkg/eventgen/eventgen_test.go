@@ -51,9 +51,6 @@ func TestTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.Templated() {
-		t.Fatal("Templated() = false")
-	}
 	seen := map[string]bool{}
 	for i := 1; i <= 3; i++ {
 		b, err := g.Event(i)

@@ -294,5 +294,3 @@ func (m *memFile) Truncate(size int64) error {
 
 func (m *memFile) Sync() error  { return nil }
 func (m *memFile) Close() error { return nil }
-
-func crc32Checksum(b []byte) uint32 { return atomicfile.CRC32C(b) }

@@ -34,16 +34,17 @@ func BenchmarkMatchJSON(b *testing.B) {
 	}
 }
 
-func BenchmarkMatch(b *testing.B) {
+func BenchmarkMatchTags(b *testing.B) {
 	q := mustCompile(b, `tm.event = 'Tx' AND transfer.amount > 100 AND transfer.sender CONTAINS 'cosmos1'`)
-	attrs := AttributeMap{
+	event := tags{
 		"tm.event":           {"Tx"},
 		"transfer.amount":    {"160stake"},
 		"transfer.sender":    {"cosmos1crje20aj4gxdtyct7z3knxqry2jqt2fuaey6u5"},
 		"transfer.recipient": {"cosmos1gu6y2a0ffteesyeyeesk23082c6998xyzmt9mz"},
-	}
+	}.event()
+	b.SetBytes(int64(len(event)))
 	b.ReportAllocs()
 	for b.Loop() {
-		q.Match(attrs)
+		q.MatchJSON(event)
 	}
 }

@@ -45,28 +45,6 @@ func join(kind exprKind, x, y *expr) *expr {
 	return &expr{kind: kind, terms: terms}
 }
 
-func (e *expr) match(a Attributes) bool {
-	switch e.kind {
-	case exprAnd:
-		for _, x := range e.terms {
-			if !x.match(a) {
-				return false
-			}
-		}
-		return true
-	case exprOr:
-		for _, x := range e.terms {
-			if x.match(a) {
-				return true
-			}
-		}
-		return false
-	case exprNot:
-		return !e.terms[0].match(a)
-	}
-	return e.cond.match(a)
-}
-
 // jsonEnv holds, while a CloudEvent is matched, the values of the tags that several
 // conditions test, each looked up once, when a condition first needs it. (The document is
 // kept apart, so that escape analysis sees that a jsonEnv can stay on the stack.)
@@ -108,30 +86,6 @@ func (e *expr) matchJSON(doc string, v *jsonEnv) bool {
 		return !e.terms[0].matchJSON(doc, v)
 	}
 	return e.cond.matchJSON(v.lookup(doc, &e.cond))
-}
-
-// The format method writes a fully parenthesized form that parses back to the same tree.
-func (e *expr) format(b *strings.Builder) {
-	switch e.kind {
-	case exprAnd, exprOr:
-		sep := " AND "
-		if e.kind == exprOr {
-			sep = " OR "
-		}
-		b.WriteByte('(')
-		for i, x := range e.terms {
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			x.format(b)
-		}
-		b.WriteByte(')')
-	case exprNot:
-		b.WriteString("NOT ")
-		e.terms[0].format(b)
-	default:
-		e.cond.format(b)
-	}
 }
 
 // walk calls fn for each condition of e, in order.
@@ -211,35 +165,6 @@ func jsonPath(tag string) string {
 		segs[i] = gjson.Escape(s)
 	}
 	return "data." + strings.Join(segs, ".")
-}
-
-func (c *condition) format(b *strings.Builder) {
-	b.WriteString(c.tag)
-	if c.tag == "TIME" || c.tag == "DATE" {
-		b.WriteByte('\t') // a space would start a literal
-	} else {
-		b.WriteByte(' ')
-	}
-	b.WriteString(c.opText)
-	switch c.arg {
-	case tokString:
-		b.WriteString(" '" + c.text + "'")
-	case tokNumber:
-		b.WriteString(" " + c.text)
-	case tokTime:
-		b.WriteString(" TIME " + c.text)
-	case tokDate:
-		b.WriteString(" DATE " + c.text)
-	}
-}
-
-func (c *condition) match(a Attributes) bool {
-	for _, v := range a.Values(c.tag) {
-		if c.op == tokExists || c.test(v, 0, false) {
-			return true
-		}
-	}
-	return false
 }
 
 // matchJSON tests the value of c's tag in a CloudEvent.

@@ -23,12 +23,3 @@ func ExampleQuery_MatchJSON() {
 	fmt.Println(q.MatchJSON([]byte(event)))
 	// Output: true
 }
-
-func ExampleQuery_Match() {
-	q, err := filter.Compile(`tm.event = 'Tx' AND transfer.amount > 100`)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(q.Match(filter.AttributeMap{"tm.event": {"Tx"}, "transfer.amount": {"160stake"}}))
-	// Output: true
-}

@@ -105,14 +105,6 @@ func (e *SyntaxError) Error() string {
 	return "offset " + strconv.Itoa(e.Offset) + ": " + e.Msg
 }
 
-// String returns the source text.
-func (q *Query) String() string {
-	if q == nil {
-		return ""
-	}
-	return q.src
-}
-
 // MatchesAll reports whether q is the empty query.
 func (q *Query) MatchesAll() bool { return q == nil || q.root == nil }
 
@@ -142,43 +134,6 @@ func (q *Query) MatchJSON(event []byte) bool {
 		v.values, v.found = make([]gjson.Result, q.slots), make([]uint64, (q.slots+63)/64)
 	}
 	return q.root.matchJSON(doc, &v)
-}
-
-// Match reports whether a satisfies q. A condition holds if any value of its tag satisfies it.
-// As in Tendermint, a number operand reads the value's leading decimal ("8stake" is 8, "-1"
-// is no number), TIME reads an RFC 3339 timestamp, and a value that does not read as the
-// operand's type satisfies nothing. DATE compares UTC days and also reads timestamps.
-// MATCHES tests a topic pattern: "*" is one dot-separated word, "#" zero or more.
-func (q *Query) Match(a Attributes) bool {
-	if q.MatchesAll() {
-		return true
-	}
-	if a == nil {
-		a = AttributeMap(nil)
-	}
-	return q.root.match(a)
-}
-
-// Attributes is a source of tag values for Match; nil has none.
-type Attributes interface {
-	// Values returns all values of a tag; nil or empty means the tag is absent.
-	Values(tag string) []string
-}
-
-// AttributeMap is Attributes held in a map from tag to values.
-type AttributeMap map[string][]string
-
-// Values returns m[tag].
-func (m AttributeMap) Values(tag string) []string { return m[tag] }
-
-// canonical returns q's expression fully parenthesized, for tests.
-func (q *Query) canonical() string {
-	if q.MatchesAll() {
-		return ""
-	}
-	var b strings.Builder
-	q.root.format(&b)
-	return b.String()
 }
 
 // isObject reports whether doc, after leading JSON whitespace, starts a JSON object.

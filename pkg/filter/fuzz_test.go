@@ -29,12 +29,12 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
-		if q.String() != src {
-			t.Fatalf("Compile(%q).String() = %q", src, q.String())
+		if q.source() != src {
+			t.Fatalf("Compile(%q).String() = %q", src, q.source())
 		}
 		// The source and the canonical form both compile to the same tree.
 		canon := q.canonical()
-		for _, again := range []string{q.String(), canon} {
+		for _, again := range []string{q.source(), canon} {
 			r, err := Compile(again)
 			if err != nil {
 				if strings.Contains(err.Error(), "nested deeper") || limitError(err) {

@@ -98,8 +98,8 @@ func TestCompile(t *testing.T) {
 		if got := q.canonical(); got != tc.want {
 			t.Errorf("Compile(%q) = %s, want %s", tc.src, got, tc.want)
 		}
-		if q.String() != tc.src {
-			t.Errorf("Compile(%q).String() = %q", tc.src, q.String())
+		if q.source() != tc.src {
+			t.Errorf("Compile(%q).String() = %q", tc.src, q.source())
 		}
 		if got, want := q.MatchesAll(), tc.want == ""; got != want {
 			t.Errorf("Compile(%q).MatchesAll() = %v, want %v", tc.src, got, want)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/deliver"
 )
@@ -591,7 +592,7 @@ func (r *run) settle(wr workResult, now time.Time) {
 		o.rec = &record{Op: opDone, Cursor: d.cursor}
 		reason := res.Reason
 		if res.Verdict == deliver.Retry {
-			reason = fmt.Sprintf("gave up after %d attempts; the last: %s", d.attempts, res.Reason)
+			reason = fmt.Sprintf("gave up after %s; the last: %s", english.Plural(d.attempts, "attempt"), res.Reason)
 		}
 		dl := DeadLetter{Time: now.UTC(), Target: r.f.sender.where(), Cursor: d.cursor, ID: d.id, Source: d.source, Type: d.typ,
 			Status: res.Status, Reason: reason, Attempts: d.attempts}

@@ -24,7 +24,7 @@ const ruleSpec = "spec"
 // rules is the rule table, applied in order. The "spec" rule must come
 // first: it marks the attributes the other rules then leave alone.
 var rules = []rule{
-	{ruleSpec, SeverityError, "the event conforms to CloudEvents 1.0 in the JSON format (checked by pkg/cevent)", checkSpec},
+	{ruleSpec, SeverityError, "the event conforms to CloudEvents 1.0 in the JSON format", checkSpec},
 	{"size", SeverityError, "the event is at most 64 KiB in its compact JSON form", checkSize},
 	{"id-uuid1", SeverityWarning, "id is a version 1 UUID in lower case with dashes", checkIDUUID1},
 	// A warning, not an error: OEP-41 asks for an absolute URI, but Open edX services emit

@@ -144,9 +144,6 @@ func parseName(name string) (uint64, bool) {
 	return seq, err == nil
 }
 
-// Dir returns the spool's directory.
-func (s *Spool) Dir() string { return s.dir }
-
 // Put durably stores a batch of events (each one CloudEvent in JSON
 // format) before it is sent. When Put returns, the entry survives a crash.
 func (s *Spool) Put(events [][]byte) (Entry, error) {

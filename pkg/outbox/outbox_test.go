@@ -114,7 +114,7 @@ func TestPutCompactsAndChecks(t *testing.T) {
 	if es := pending(t, s); len(es) != 1 {
 		t.Errorf("refused batches left entries: %v", names(es))
 	}
-	assertNoTemp(t, s.Dir())
+	assertNoTemp(t, s.dir)
 }
 
 func TestCreationOrder(t *testing.T) {
@@ -358,7 +358,7 @@ func TestConcurrentPuts(t *testing.T) {
 		}
 		seen[m.ID] = true
 	}
-	assertNoTemp(t, s.Dir())
+	assertNoTemp(t, s.dir)
 }
 
 func TestDoneChecksTheSpool(t *testing.T) {
@@ -429,7 +429,7 @@ func TestRewriteKeepsTheRest(t *testing.T) {
 	if len(events(t, pending(t, s)[1])) != 3 {
 		t.Error("a refused Rewrite changed the entry")
 	}
-	assertNoTemp(t, s.Dir())
+	assertNoTemp(t, s.dir)
 }
 
 func TestInterruptedWriteCleaned(t *testing.T) {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"testing"
@@ -55,10 +56,22 @@ func BenchmarkData(b *testing.B) { benchRender(b, Options{Format: "data"}) }
 
 func BenchmarkPretty(b *testing.B) { benchRender(b, Options{Format: "pretty", Color: true}) }
 
+func BenchmarkPrettyFitted(b *testing.B) {
+	benchRender(b, Options{Format: "pretty", Color: true, Width: func() int { return 120 }})
+}
+
 func BenchmarkTemplate(b *testing.B) {
 	benchRender(b, Options{Format: "template", Template: `{{.Cursor}} {{.Type}} {{.Subject | default "-"}} {{.Payload.enrollment.user.id}}`})
 }
 
 func BenchmarkFields(b *testing.B) {
 	benchRender(b, Options{Format: "jsonl", Fields: []string{"cursor", "data.type", "data.data.enrollment.user.id", "data.nope"}})
+}
+
+func BenchmarkJQ(b *testing.B) {
+	q, err := CompileJQ(context.Background(), ".data.data.enrollment.user.id")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRender(b, Options{Format: "jsonl", JQ: q})
 }

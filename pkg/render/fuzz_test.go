@@ -22,6 +22,8 @@ var fuzzOptions = []Options{
 	{Format: "jsonl", Fields: []string{"cursor", "data.id", "data.data", "data.value.height", "@this"}},
 	{Format: "ce", Fields: []string{"id", "data.#", "value"}},
 	{Format: "data", Fields: []string{"@this", "user.id", "0"}},
+	{Format: "pretty", Width: func() int { return 80 }},
+	{Format: "pretty", Color: true, Width: func() int { return 33 }},
 }
 
 func FuzzRender(f *testing.F) {
@@ -89,6 +91,11 @@ func FuzzRender(f *testing.F) {
 			if esc != 0 {
 				t.Fatalf("pretty of %q: stray ESC in %q", raw, got)
 			}
+			if opts.Width != nil {
+				if w, n := opts.Width(), cols(strings.TrimSuffix(got, "\n")); n > w {
+					t.Fatalf("pretty of %q fitted to %d columns: %d columns: %q", raw, w, n, got)
+				}
+			}
 		}
 	})
 }
@@ -108,6 +115,29 @@ func FuzzIsCompact(f *testing.F) {
 		}
 		if got, want := isCompact(string(doc)), bytes.Equal(c.Bytes(), doc); got != want {
 			t.Fatalf("isCompact(%q) = %v, want %v", doc, got, want)
+		}
+	})
+}
+
+// FuzzTemplate feeds template sources: New either refuses one or returns a renderer, and
+// rendering a test item never panics; a field of an event it lacks is found before any
+// item, or (in a defined template) named when it runs.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{`{{.ID}}`, `{{.Nope}}`, `{{if .CloudEvent}}{{.Typ}}{{else}}{{$.X}}{{end}}`,
+		`{{range .Data}}{{.a}}{{end}}`, `{{with .Payload}}{{.user.id}}{{end}}{{get "data.user.id"}}{{item "cursor"}}`,
+		`{{template "t" .}}{{define "t"}}{{.Nope}}{{end}}`, `{{(.Nope).x}}`, `{{$x := .Raw}}{{$x}}`, `{{nosuch}}`} {
+		f.Add(s)
+	}
+	items := loadItems(f)
+	f.Fuzz(func(t *testing.T, src string) {
+		r, err := New(&bytes.Buffer{}, Options{Format: "template", Template: src})
+		if err != nil {
+			return
+		}
+		for _, it := range items[:2] {
+			if err := r.Item(it); err != nil && strings.Contains(err.Error(), "render.view") {
+				t.Fatalf("%q: %v", src, err)
+			}
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/mattn/go-runewidth"
 )
 
 var nullJSON = []byte("null")
@@ -191,14 +193,38 @@ func UnsafeRune(r rune) bool {
 	return false
 }
 
+// ellipsis marks a value cut short; ellipsisWidth is the columns it takes (2 where the
+// locale makes East Asian ambiguous characters wide).
+const ellipsis = "…"
+
+var ellipsisWidth = runewidth.RuneWidth('…')
+
+// runeCols is the columns r takes once appendDisplay has written it: 6 for a rune written
+// as a \uXXXX escape, else its width on a terminal (0 for combining marks, 2 for wide
+// characters). Invalid UTF-8 is shown as U+FFFD, one column.
+func runeCols(r rune) int {
+	switch {
+	case r < utf8.RuneSelf:
+		if r < 0x20 || r == 0x7f {
+			return 6
+		}
+		return 1
+	case UnsafeRune(r):
+		return 6
+	}
+	return runewidth.RuneWidth(r)
+}
+
 // appendDisplay appends s for a terminal: runes a terminal could act on are written as
 // \uXXXX escapes, invalid UTF-8 as U+FFFD. With json set, whitespace outside JSON strings
-// is dropped. Output longer than limit characters (an escape counts 6) is cut to at most
-// limit-1 and "…" (limit <= 0: no limit).
-func appendDisplay(dst []byte, s string, limit int, json bool) []byte {
+// is dropped. Output wider than limit columns (an escape counts 6, a wide character 2)
+// is cut to at most limit, "…" included (limit <= 0: no limit). It returns the columns
+// written.
+func appendDisplay(dst []byte, s string, limit int, json bool) ([]byte, int) {
 	const hex = "0123456789abcdef"
 	in, esc := false, false // inside a JSON string; after a backslash in one
-	cols, cut := 0, len(dst)
+	start := len(dst)
+	cols, cut, cutCols := 0, len(dst), 0 // the last place where "…" would still fit
 	for i := 0; i < len(s); {
 		r, n := rune(s[i]), 1
 		if r >= utf8.RuneSelf {
@@ -217,12 +243,12 @@ func appendDisplay(dst []byte, s string, limit int, json bool) []byte {
 				continue
 			}
 		}
-		w := 1
-		if UnsafeRune(r) {
-			w = 6
-		}
+		w := runeCols(r)
 		if limit > 0 && cols+w > limit {
-			return append(dst[:cut], "…"...)
+			if cutCols+ellipsisWidth > limit {
+				return dst[:start], 0
+			}
+			return append(dst[:cut], ellipsis...), cutCols + ellipsisWidth
 		}
 		cols += w
 		switch {
@@ -233,9 +259,40 @@ func appendDisplay(dst []byte, s string, limit int, json bool) []byte {
 		default:
 			dst = append(dst, s[i-n:i]...)
 		}
-		if cols < limit {
-			cut = len(dst)
+		if cols+ellipsisWidth <= limit {
+			cut, cutCols = len(dst), cols
 		}
 	}
-	return dst
+	return dst, cols
+}
+
+// appendDisplayEnd is appendDisplay without json, keeping the end of a value too wide
+// for limit columns rather than its start: "…" and as much of the end as fits.
+func appendDisplayEnd(dst []byte, s string, limit int) ([]byte, int) {
+	total := 0
+	for _, r := range s {
+		total += runeCols(r)
+	}
+	if total <= limit || limit <= 0 {
+		return appendDisplay(dst, s, 0, false)
+	}
+	if limit < ellipsisWidth {
+		return dst, 0
+	}
+	i := 0
+	for i < len(s) && total > limit-ellipsisWidth {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		total -= runeCols(r)
+		i += n
+	}
+	for i < len(s) { // a combining mark would join the "…"
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if runeCols(r) != 0 {
+			break
+		}
+		i += n
+	}
+	dst = append(dst, ellipsis...)
+	dst, n := appendDisplay(dst, s[i:], 0, false)
+	return dst, n + ellipsisWidth
 }

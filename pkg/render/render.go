@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
 )
@@ -30,25 +31,37 @@ type Options struct {
 	// Template is text/template source, for Format "template". A newline is appended to
 	// output that does not end in one; an item whose output is empty writes nothing, so a
 	// template can skip items. Dot has .Cursor .Event .Raw (string), .Data (the item's data
-	// decoded, numbers as json.Number), .CloudEvent (bool), the CloudEvent attributes .ID
-	// .Type .Source .Subject .Time .DataContentType (strings, "" when absent or not a
-	// CloudEvent), .Payload (the
-	// payload of the "data" format, decoded; data_base64 is decoded to bytes that print as
-	// text and marshal back to base64) and .CursorTime (time.Time). Functions beside the
-	// built-in ones: json (compact; object keys sorted), pretty (indented JSON), get PATH (a
-	// gjson path in the item, as a string), time LAYOUT (of an RFC 3339 string or a
-	// time.Time), upper, lower, trunc N (runes; N < 0 keeps the end), default D (for nil,
-	// "", an empty list or map). Values are written as they are, without the cleaning that
-	// pretty applies.
+	// decoded, numbers as json.Number: the CloudEvent), .CloudEvent (bool), the CloudEvent
+	// attributes .ID .Type .Source .Subject .Time .DataContentType (strings, "" when absent
+	// or not a CloudEvent), .Payload (the payload of the "data" format, decoded; data_base64
+	// is decoded to bytes that print as text and marshal back to base64) and .CursorTime
+	// (time.Time); a template that names another field of dot is refused, naming these.
+	// Functions beside the built-in ones: json (compact; object keys sorted), pretty
+	// (indented JSON), get PATH (a gjson path in the item's data, the CloudEvent, as a
+	// string: get "data.title" is the event's data.title), item PATH (a gjson path in the
+	// item as sent: item "cursor"), time LAYOUT (of an RFC 3339 string or a time.Time),
+	// upper, lower, trunc N (runes; N < 0 keeps the end), default D (for nil, "", an empty
+	// list or map). Values are written as they are, without the cleaning that pretty
+	// applies.
 	Template string
 	// Fields are gjson paths projected from what the format prints (jsonl: the item; ce: the
 	// CloudEvent; data: the payload). Each item becomes one JSON object whose keys are the
 	// paths as given and whose values are the matched JSON, or null. Not with pretty or
 	// template.
 	Fields []string
+	// JQ, when not nil, is run on the JSON value written for each item (after Fields), and
+	// its results are written instead, one a line (see JQ.Append). Not with pretty or
+	// template.
+	JQ *JQ
 	// Color adds ANSI colours to the pretty format. The caller decides (stdout is a
 	// terminal and NO_COLOR is unset); no other format ever writes colour.
 	Color bool
+	// Width, when not nil, fits the pretty format to a terminal: it is asked for the
+	// terminal's width in columns before the first line after New and after each Flush
+	// (so once per batch, and a resized window is seen), and each line is then cut to
+	// that width, with columns aligned and the time shortened to the local time of day.
+	// A width <= 0 leaves lines unfitted, as when Width is nil.
+	Width func() int
 }
 
 // Formats lists the names accepted in Options.Format.
@@ -68,6 +81,16 @@ type Renderer struct {
 	tstate  *tmplState
 	line    []byte // the line being built, reused
 	scratch []byte // a second reusable buffer
+	jq      *JQ
+	jqOut   []byte // what jq made of the line, reused
+
+	// fitted pretty lines
+	widthFn    func() int
+	widthAsked bool   // widthFn was called since the last Flush
+	lay        layout // the columns at the width last asked
+	loc        *time.Location
+	now        func() time.Time
+	tbuf       [32]byte
 }
 
 // New returns a Renderer writing to w, or an error naming what is wrong with opts.
@@ -84,8 +107,10 @@ func New(w io.Writer, opts Options) (*Renderer, error) {
 		return nil, fmt.Errorf("a template goes with output format template, not %s", format)
 	case len(opts.Fields) > 0 && (format == "pretty" || format == "template"):
 		return nil, fmt.Errorf("fields go with output formats jsonl, ce and data, not %s", format)
+	case opts.JQ != nil && (format == "pretty" || format == "template"):
+		return nil, fmt.Errorf("jq filters JSON: it goes with output formats jsonl, ce and data, not %s", format)
 	}
-	r := &Renderer{format: format, color: opts.Color}
+	r := &Renderer{format: format, color: opts.Color, jq: opts.JQ, widthFn: opts.Width, loc: time.Local, now: time.Now}
 	if format == "template" {
 		if err := r.parseTemplate(opts.Template); err != nil {
 			return nil, err
@@ -122,6 +147,7 @@ func (r *Renderer) Item(it client.Item) error {
 // Flush writes what is buffered. It returns the writer's error unchanged, so that
 // errors.Is(err, syscall.EPIPE) tells a reader that has gone.
 func (r *Renderer) Flush() error {
+	r.widthAsked = false
 	return r.w.Flush()
 }
 
@@ -173,7 +199,21 @@ func (r *Renderer) doc(it client.Item, doc []byte) error {
 	if err != nil {
 		return itemError(it, err)
 	}
+	if r.jq != nil {
+		return r.writeJQ(it, b)
+	}
 	return r.writeLine(b)
+}
+
+// writeJQ writes what r.jq makes of the JSON value doc; nothing when it fails.
+func (r *Renderer) writeJQ(it client.Item, doc []byte) error {
+	out, err := r.jq.Append(r.jqOut[:0], doc)
+	r.jqOut = out
+	if err != nil {
+		return itemError(it, fmt.Errorf("jq: %w", err))
+	}
+	_, err = r.w.Write(out)
+	return err
 }
 
 // writeLine writes b and a newline.

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +64,7 @@ func render(t testing.TB, opts Options, items ...client.Item) string {
 
 const goldenTemplate = `{{.Cursor}} {{upper .Event}} ce={{.CloudEvent}} id={{.ID | default "-"}} type={{.Type | trunc 24}}` +
 	` subject={{.Subject | default "-"}} time={{.Time | time "15:04:05.000"}} ct={{.DataContentType}}` +
-	` ctime={{.CursorTime | time "2006-01-02T15:04:05.000Z07:00"}} height={{get "data.value.height"}} payload={{json .Payload}}`
+	` ctime={{.CursorTime | time "2006-01-02T15:04:05.000Z07:00"}} height={{get "value.height"}} payload={{json .Payload}}`
 
 var goldenCases = []struct {
 	name string
@@ -174,7 +176,7 @@ func TestItemWithoutRaw(t *testing.T) {
 	if got, want := render(t, Options{Format: "ce"}, it), "null\n"; got != want {
 		t.Errorf("ce of no data: got %q want %q", got, want)
 	}
-	if got, want := render(t, Options{Format: "template", Template: `{{get "event"}}|{{.Data}}`}, it), "a\"b<|<no value>\n"; got != want {
+	if got, want := render(t, Options{Format: "template", Template: `{{item "event"}}|{{.Data}}`}, it), "a\"b<|<no value>\n"; got != want {
 		t.Errorf("template: got %q want %q", got, want)
 	}
 }
@@ -226,8 +228,12 @@ func TestTemplate(t *testing.T) {
 		{`{{.Payload}}|{{json .Payload}}|{{.DataContentType}}`, 1, "hello\nworld|\"aGVsbG8Kd29ybGQ=\"|text/plain\n"},
 		{`{{json .Payload}}`, 2, "null\n"},
 		{`{{.Payload.height}} {{.Data.type}} {{.Event}} {{.CloudEvent}} [{{.ID}}]`, 4, "202 tendermint/event/Tx Tx false []\n"},
-		{`{{get "data.value.header.chain_id"}} {{get "data.value.num_txs"}} {{get "nope"}}|`, 5, "test-chain-kVYgsM 1 |\n"},
-		{`{{get "data.value.header.time" | time "2006-01-02 15:04"}}`, 5, "2026-11-22 13:39\n"},
+		{`{{get "value.header.chain_id"}} {{get "value.num_txs"}} {{get "nope"}}|`, 5, "test-chain-kVYgsM 1 |\n"},
+		{`{{get "value.header.time" | time "2006-01-02 15:04"}}`, 5, "2026-11-22 13:39\n"},
+		{`{{get "data.user.id"}} {{get "id"}} {{get "subject"}} {{get "data"}}`, 0, "42 a1 course-v1:edX+DemoX {\"user\":{\"id\":42}}\n"},
+		{`{{item "data.data.user.id"}} {{item "cursor"}} {{item "event"}} {{get "cursor"}}|`, 0, "42 18ea61a27c39abd8-00000000000000c7 org.openedx.learning.course.enrollment.created.v1 |\n"},
+		{`{{get "0"}}{{get "#"}} {{item "data.1"}}`, 9, "13 2\n"},
+		{`{{with .Payload}}{{.user.id}}{{end}} {{range $k, $v := .Data}}{{if eq $k "id"}}{{$v}} {{$.ID}}{{end}}{{end}}`, 0, "42 a1 a1\n"},
 		{`{{.Time | time "15:04 MST"}} {{.CursorTime.UnixNano}}`, 6, "12:00 +0200 1795354751957532672\n"},
 		{`{{.Time | time "15:04"}}|{{.Subject | default "none"}}|{{.Payload.c | default "nil"}}|{{.Payload.zz | default 7}}`, 3, "|none|nil|7\n"},
 		{`{{.Payload.c | default "nil"}} {{index .Payload "a b" | len}}`, 6, "nil 3\n"},
@@ -290,7 +296,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestItemErrors(t *testing.T) {
 	items := loadItems(t)
-	for _, tmpl := range []string{`{{.Nope}}`, `{{index .Payload 9}}`, `{{.Time | time "15:04"}}{{get "a["}}`, `{{time "15" .Source}}`} {
+	for _, tmpl := range []string{`{{template "t" .}}{{define "t"}}{{.Nope}}{{end}}`, `{{index .Payload 9}}`, `{{.Time | time "15:04"}}{{get "a["}}`, `{{time "15" .Source}}`} {
 		var out bytes.Buffer
 		r, err := New(&out, Options{Format: "template", Template: "before " + tmpl})
 		if err != nil {
@@ -306,12 +312,14 @@ func TestItemErrors(t *testing.T) {
 	}
 	// A failed item writes nothing, and the renderer goes on.
 	var out bytes.Buffer
-	r, err := New(&out, Options{Format: "template", Template: `{{.ID}} {{if not .CloudEvent}}{{.Nope}}{{end}}`})
+	r, err := New(&out, Options{Format: "template", Template: `{{.ID}} {{if not .CloudEvent}}{{template "n" .}}{{end}}{{define "n"}}{{.Nope}}{{end}}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Item(items[9]); err == nil || !strings.Contains(err.Error(), `"18ea61a27c3f0000-00c8"`) || !strings.Contains(err.Error(), "Nope") {
-		t.Errorf("error %v does not name the cursor and the field", err)
+	err = r.Item(items[9])
+	if err == nil || !strings.Contains(err.Error(), `"18ea61a27c3f0000-00c8"`) ||
+		!strings.Contains(err.Error(), "an event has no field .Nope; it has .Cursor .Event .CloudEvent .ID") || strings.Contains(err.Error(), "render.view") {
+		t.Errorf("error %v does not name the cursor, the field and those there are", err)
 	}
 	if err := r.Item(items[0]); err != nil {
 		t.Error(err)
@@ -437,8 +445,60 @@ func TestAppendDisplay(t *testing.T) {
 		{"öööö", 4, false, "öööö"},
 	}
 	for _, tc := range tests {
-		if got := string(appendDisplay(nil, tc.in, tc.limit, tc.json)); got != tc.want {
+		if b, _ := appendDisplay(nil, tc.in, tc.limit, tc.json); string(b) != tc.want {
+			got := string(b)
 			t.Errorf("appendDisplay(%q, %d, %v) = %q, want %q", tc.in, tc.limit, tc.json, got, tc.want)
 		}
+	}
+}
+
+// A template that names a field an event lacks, or a function that does not exist, is
+// refused before any event, with the list of those there are.
+func TestTemplateNames(t *testing.T) {
+	fields := "it has .Cursor .Event .CloudEvent .ID .Type .Source .Subject .Time .DataContentType .Data .Payload .Raw .CursorTime"
+	for _, tc := range []struct {
+		tmpl, want string // want "" for a template that is fine
+	}{
+		{`{{.Nope}}`, "invalid template: an event has no field .Nope; " + fields},
+		{`{{.id}}`, "an event has no field .id (did you mean .ID?); " + fields},
+		{`{{.Payload.nope}} {{.Data.anything}} {{.CursorTime.Unix}}`, ""},
+		{`{{if .CloudEvent}}{{.Typ}}{{end}}`, "no field .Typ (did you mean .Type?)"},
+		{`{{range .Data}}{{.Nope}}{{end}}`, ""},
+		{`{{range .Data}}{{$.Nope}}{{end}}`, "no field .Nope"},
+		{`{{with .Payload}}{{.user}}{{else}}{{.Nope}}{{end}}`, "no field .Nope"},
+		{`{{with .Payload}}{{.user}}{{end}}{{.Nope}}`, "no field .Nope"},
+		{`{{(.Nope).x}}`, "no field .Nope"},
+		{`{{$x := .Nope}}`, "no field .Nope"},
+		{`{{json .Nope | upper}}`, "no field .Nope"},
+		{`{{template "t" .}}{{define "t"}}{{.Whatever}}{{end}}`, ""}, // checked when it runs
+		{`{{nosuch .ID}}`, `function "nosuch" not defined; the functions are json pretty get item time upper lower trunc default and text/template's own`},
+	} {
+		_, err := New(&bytes.Buffer{}, Options{Format: "template", Template: tc.tmpl})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.tmpl, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.tmpl, err, tc.want)
+		}
+	}
+}
+
+// viewFields are every field and method a template finds on dot.
+func TestViewFields(t *testing.T) {
+	var names []string
+	vt := reflect.TypeOf(&view{})
+	for i := range vt.Elem().NumField() {
+		if f := vt.Elem().Field(i); f.IsExported() {
+			names = append(names, f.Name)
+		}
+	}
+	for i := range vt.NumMethod() {
+		names = append(names, vt.Method(i).Name)
+	}
+	slices.Sort(names)
+	want := slices.Clone(viewFields)
+	slices.Sort(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("dot has %v; viewFields lists %v", names, want)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 	"unicode/utf8"
 
@@ -108,12 +110,21 @@ func decodeJSON(s string) (any, error) {
 	return v, nil
 }
 
+// viewFields are the names a template finds on dot, in the order help lists them.
+var viewFields = []string{"Cursor", "Event", "CloudEvent", "ID", "Type", "Source", "Subject", "Time",
+	"DataContentType", "Data", "Payload", "Raw", "CursorTime"}
+
+// funcNames are the functions a template has beside text/template's own, in the order
+// help lists them.
+var funcNames = []string{"json", "pretty", "get", "item", "time", "upper", "lower", "trunc", "default"}
+
 func (r *Renderer) parseTemplate(src string) error {
 	st := &tmplState{}
 	t, err := template.New("output").Funcs(template.FuncMap{
 		"json":    func(v any) (string, error) { return marshal(v, "") },
 		"pretty":  func(v any) (string, error) { return marshal(v, "  ") },
 		"get":     st.get,
+		"item":    st.item,
 		"time":    formatTime,
 		"upper":   strings.ToUpper,
 		"lower":   strings.ToLower,
@@ -121,10 +132,137 @@ func (r *Renderer) parseTemplate(src string) error {
 		"default": dflt,
 	}).Parse(src)
 	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "function ") && strings.HasSuffix(msg, " not defined") {
+			msg += "; the functions are " + strings.Join(funcNames, " ") + " and text/template's own (printf, len, index, eq, and, or, not, ...)"
+		}
+		return fmt.Errorf("invalid template: %s", msg)
+	}
+	if err := checkFields(t.Tree.Root, true); err != nil {
 		return fmt.Errorf("invalid template: %w", err)
 	}
 	r.tmpl, r.tstate = t, st
 	return nil
+}
+
+// checkFields refuses a field of dot that does not exist, wherever dot is the event: the
+// template's top level and the else branches there, not inside range or with (where dot
+// is something else) nor in templates it defines. $ is the event everywhere.
+func checkFields(n parse.Node, dotIsEvent bool) error {
+	field := func(ident []string) error {
+		if len(ident) > 0 && !slices.Contains(viewFields, ident[0]) {
+			return unknownField(ident[0])
+		}
+		return nil
+	}
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := checkFields(c, dotIsEvent); err != nil {
+				return err
+			}
+		}
+	case *parse.ActionNode:
+		return checkFields(n.Pipe, dotIsEvent)
+	case *parse.TemplateNode:
+		if n.Pipe != nil {
+			return checkFields(n.Pipe, dotIsEvent)
+		}
+	case *parse.PipeNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Cmds {
+			if err := checkFields(c, dotIsEvent); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if err := checkFields(a, dotIsEvent); err != nil {
+				return err
+			}
+		}
+	case *parse.ChainNode:
+		return checkFields(n.Node, dotIsEvent)
+	case *parse.FieldNode:
+		if dotIsEvent {
+			return field(n.Ident)
+		}
+	case *parse.VariableNode:
+		if len(n.Ident) > 1 && n.Ident[0] == "$" {
+			return field(n.Ident[1:])
+		}
+	case *parse.IfNode:
+		return checkBranch(&n.BranchNode, dotIsEvent, dotIsEvent)
+	case *parse.RangeNode:
+		return checkBranch(&n.BranchNode, dotIsEvent, false)
+	case *parse.WithNode:
+		return checkBranch(&n.BranchNode, dotIsEvent, false)
+	}
+	return nil
+}
+
+// checkBranch checks an if, range or with: its pipeline and else branch see the dot
+// around them; its body sees dot as body says.
+func checkBranch(b *parse.BranchNode, dotIsEvent, body bool) error {
+	if err := checkFields(b.Pipe, dotIsEvent); err != nil {
+		return err
+	}
+	if err := checkFields(b.List, body && dotIsEvent); err != nil {
+		return err
+	}
+	return checkFields(b.ElseList, dotIsEvent)
+}
+
+// unknownField says that an event has no field name, and which it has: the one meant,
+// when it is a slip away (another case, or one edit).
+func unknownField(name string) error {
+	hint, best := "", 2
+	for _, f := range viewFields {
+		d := editDistance(strings.ToLower(f), strings.ToLower(name))
+		if d < best || (d == best && strings.EqualFold(f, name)) {
+			hint, best = " (did you mean ."+f+"?)", d
+		}
+	}
+	return fmt.Errorf("an event has no field .%s%s; it has .%s", name, hint, strings.Join(viewFields, " ."))
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// explainExec names the fields of an event when a template asks one for a field it
+// lacks, as text/template says it: can't evaluate field X in type *render.view.
+func explainExec(err error) error {
+	const pre, post = "can't evaluate field ", " in type *render.view"
+	msg := err.Error()
+	i := strings.Index(msg, pre)
+	if i < 0 || !strings.HasSuffix(msg, post) {
+		return err
+	}
+	name := msg[i+len(pre) : len(msg)-len(post)]
+	return fmt.Errorf("%s%w", msg[:i], unknownField(name))
 }
 
 func (r *Renderer) template(it client.Item) error {
@@ -142,7 +280,7 @@ func (r *Renderer) template(it client.Item) error {
 	err := r.tmpl.Execute(&st.buf, &st.view)
 	st.view = view{} // hold on to no item
 	if err != nil {
-		return itemError(it, err)
+		return itemError(it, explainExec(err))
 	}
 	out := st.buf.Bytes()
 	if len(out) == 0 {
@@ -157,8 +295,18 @@ func (r *Renderer) template(it client.Item) error {
 	return nil
 }
 
-// get is the template function: the value at a gjson path in the item, as a string.
+// get is the template function: the value at a gjson path in the item's data (the
+// CloudEvent), as a string: get "data.title" is the event's data.title.
 func (st *tmplState) get(path string) (string, error) {
+	if err := checkPath(path); err != nil {
+		return "", err
+	}
+	return gjson.Get(st.view.doc, path).String(), nil
+}
+
+// item is the template function: the value at a gjson path in the item as the node sent
+// it ({"cursor", "event", "data"}), as a string.
+func (st *tmplState) item(path string) (string, error) {
 	if err := checkPath(path); err != nil {
 		return "", err
 	}

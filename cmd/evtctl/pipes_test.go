@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
+	"github.com/evtctl/evtctl/pkg/server"
+)
+
+// startChild starts the test binary as evtctl with args; stdout and stderr go where given.
+// It returns a channel that yields the exit status.
+func startChild(t *testing.T, stdout, stderr io.Writer, args ...string) <-chan int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = []string{"EVTCTL_TEST_AS_MAIN=1", "HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir(), "NO_COLOR=1"}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		err := cmd.Wait()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		done <- code
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+		}
+	})
+	return done
+}
+
+// brokenPipe returns the write end of a pipe whose read end is closed.
+func brokenPipe(t *testing.T) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// exitWithin waits for a child's exit status; a child still running after d fails the test.
+func exitWithin(t *testing.T, done <-chan int, d time.Duration, what string) int {
+	t.Helper()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(d):
+		t.Fatalf("%s: still running after %s", what, d)
+	}
+	return 0
+}
+
+// testNode starts a node in this process; stop ends it (connections then are refused).
+func testNode(t *testing.T) (url string, stop func()) {
+	t.Helper()
+	store, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Config{Store: store})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.HTTPServer(ln.Addr().String(), 2*time.Second)
+	go hs.Serve(ln)
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		srv.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		store.Close()
+	}
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String(), stop
+}
+
+// waitReaders waits until the node has n long-polls waiting.
+func waitReaders(t *testing.T, node string, n int) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^evtctl_waiting_readers ` + strconv.Itoa(n) + `$`)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(node + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if re.Match(b) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %d waiting readers on %s", n, node)
+}
+
+// `evtctl completion bash | true`: the reader is gone before the script is written; evtctl
+// ends quietly, with status 0.
+func TestCompletionToClosedPipe(t *testing.T) {
+	var stderr bytes.Buffer
+	code := exitWithin(t, startChild(t, brokenPipe(t), &stderr, "completion", "bash"), 20*time.Second, "completion bash")
+	if code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
+}
+
+// `evtctl tail | head -2` on a quiet log: the reader goes away while tail waits in a
+// long-poll, with nothing to write, and tail ends with it rather than at an event that may
+// never come.
+func TestTailEndsWhenStdoutReaderGoes(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a closed stdout is noticed while idle on Linux only; elsewhere at the next write")
+	}
+	node, _ := testNode(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var stderr bytes.Buffer
+	done := startChild(t, w, &stderr, "tail", "--node", node, "-o", "jsonl")
+	waitReaders(t, node, 1)
+	r.Close()
+	if code := exitWithin(t, done, 10*time.Second, "tail with its reader gone"); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
+}
+
+// `evtctl tail 2>&1 | head -2` when the node goes away after it has answered: tail retries
+// and says so on stderr, whose reader is gone: it ends rather than retry for ever unheard.
+func TestTailEndsWhenStderrReaderGoes(t *testing.T) {
+	node, stop := testNode(t)
+	out, err := os.Create(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	done := startChild(t, out, brokenPipe(t), "tail", "--node", node, "-o", "jsonl")
+	waitReaders(t, node, 1)
+	stop()
+	if code := exitWithin(t, done, 10*time.Second, "tail retrying with stderr gone"); code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+}

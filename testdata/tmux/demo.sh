@@ -1,0 +1,70 @@
+#!/bin/sh
+# Runs `evtctl demo` in a detached tmux session, as a user at a terminal would, and checks
+# that the commands to try from another terminal can be read while its terminal UI runs,
+# and work: the node they name answers them. Run by TestDemoTmux, which sets:
+#
+#   EVTCTL  the evtctl binary (the test binary, with EVTCTL_TEST_AS_MAIN=1)
+#   WORK    an empty directory for the tmux socket
+#
+# It exits 0 when every check passes, and otherwise prints the failed check and the screen.
+set -eu
+: "${EVTCTL:?}" "${WORK:?}"
+
+sock="$WORK/tmux.sock"
+t() { tmux -u -S "$sock" -f /dev/null "$@"; }
+screen() { t capture-pane -p -t ui; }
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- the screen:" >&2
+	screen >&2 || true
+	t kill-server 2>/dev/null || true
+	exit 1
+}
+# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
+wait_for() {
+	i=0
+	until screen | grep -qF -- "$1"; do
+		i=$((i + 1))
+		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
+		sleep 0.05
+	done
+}
+# The commands on the screen say evtctl; here that is the test binary.
+evtctl() { "$EVTCTL" "$@"; }
+
+t new-session -d -s ui -x 80 -y 30 -c "$WORK" \
+	"env EVTCTL_TEST_AS_MAIN=1 '$EVTCTL' demo --rate 20 --seed 1; echo \"exit=\$?\" > '$WORK/status'; exec sleep 60"
+
+# The UI opens, and says where the commands are.
+wait_for "● LIVE"
+wait_for "press ? for commands to try"
+
+# ? shows them, with the node's address.
+t send-keys -t ui '?'
+wait_for "Try from another terminal"
+url=$(screen | grep -o 'http://127\.0\.0\.1:[0-9]*' | head -n 1)
+[ -n "$url" ] || fail "no node address on the screen"
+for cmd in "evtctl tail --node $url" "evtctl replay --node $url" "evtctl emit --node $url"; do
+	screen | grep -qF -- "$cmd" || fail "the screen does not show: $cmd"
+done
+
+# While the UI runs, the node answers the commands shown, copied from the screen as they
+# are (continuation lines and all).
+screen | sed -n '/evtctl emit --node/,/^[^\\]*$/p' >"$WORK/emit.sh"
+grep -q -- '--data' "$WORK/emit.sh" || fail "the emit command is cut: $(cat "$WORK/emit.sh")"
+(. "$WORK/emit.sh") >"$WORK/emit.out" 2>&1 || fail "the emit command shown failed: $(cat "$WORK/emit.out")"
+evtctl replay --node "$url" --limit 1 -o jsonl | grep -q '"event":"org.openedx.' || fail "the node does not answer replay"
+
+# Any key closes the help; q ends the demo with status 0.
+t send-keys -t ui x
+wait_for "TIME"
+t send-keys -t ui q
+i=0
+until [ -s "$WORK/status" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 200 ] || fail "evtctl demo did not exit after q"
+	sleep 0.05
+done
+grep -qx "exit=0" "$WORK/status" || fail "evtctl demo exited with $(cat "$WORK/status")"
+t kill-server
+echo ok
