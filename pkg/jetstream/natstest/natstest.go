@@ -2,12 +2,13 @@
 // store is tested against the server lines people run, and against a server killed with
 // SIGKILL.
 //
-// Released lines come from a directory with one folder per line, each holding a nats-server
-// built with `go install github.com/nats-io/nats-server/v2@vX.Y.Z`:
-// $EVTCTL_NATS_SERVERS/2.10/nats-server, $EVTCTL_NATS_SERVERS/2.11/nats-server, ...
-// (default ~/.cache/evtctl/nats-servers). A line that is missing skips the test, naming the
-// binary and how to build it. Line "2.9" is also looked for as the nats-server on PATH (or
-// in /usr/sbin), Debian's package, when it reports a 2.9 version.
+// Released lines (Releases) are built when first needed, with `go install
+// github.com/nats-io/nats-server/v2@vX.Y.Z` through the Go module proxy, into a directory
+// kept between runs: $EVTCTL_NATS_SERVERS/<line>/nats-server (default
+// <user cache dir>/evtctl/nats-servers). A file lock makes the test processes of one `go
+// test ./...` build each line once. A line that cannot be built skips its tests, saying
+// why. Line "2.9" is Debian's package, looked for as the nats-server on PATH (or in
+// /usr/sbin), when it reports a 2.9 version; it is never built.
 //
 // The server module the project builds with runs as a child process too, with nothing to
 // build: Self is the test binary itself, which serves as nats-server when a test package
@@ -19,33 +20,48 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
 const EnvDir = "EVTCTL_NATS_SERVERS"
 
-// Dir is where the release lines are looked for.
+// Releases are the released lines the store is tested against as child processes, each
+// with the release built for it: the newest patch of the line when it was last chosen.
+var Releases = map[string]string{
+	"2.10": "2.10.29",
+	"2.11": "2.11.17",
+}
+
+// envSelf marks a test binary started to serve as nats-server.
+const envSelf = "EVTCTL_TEST_AS_NATS_SERVER"
+
+// Dir is where the release lines are kept.
 func Dir() string {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d
 	}
-	home, err := os.UserHomeDir()
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return ""
+		return filepath.Join(os.TempDir(), "evtctl-nats-servers")
 	}
-	return filepath.Join(home, ".cache", "evtctl", "nats-servers")
+	return filepath.Join(cache, "evtctl", "nats-servers")
 }
 
 // Binary is a nats-server program: a path, and the environment it needs beside this
@@ -55,9 +71,6 @@ type Binary struct {
 	Env     []string
 	Version string
 }
-
-// envSelf marks a test binary started to serve as nats-server.
-const envSelf = "EVTCTL_TEST_AS_NATS_SERVER"
 
 // Self is the test binary serving as nats-server, with the server module the project
 // builds with (the newest line it supports). The test package must call ServeIfAsked from
@@ -89,44 +102,109 @@ func ServeIfAsked() {
 	os.Exit(0)
 }
 
-// Line returns the nats-server of a release line ("2.10"), or an error saying what is
-// missing.
+// Line returns the nats-server of a release line ("2.10"), building it when it is one of
+// Releases and missing, or an error saying what is missing.
 func Line(line string) (Binary, error) {
-	bin, version, err := lookup(line)
-	return Binary{Path: bin, Version: version}, err
+	if line == "2.9" {
+		return system(line)
+	}
+	release, ok := Releases[line]
+	if !ok {
+		return Binary{}, fmt.Errorf("nats-server %s is not a line these tests build (%v)", line, slices.Sorted(maps.Keys(Releases)))
+	}
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if b, ok := built.lines[line]; ok {
+		return b.bin, b.err
+	}
+	bin, err := build(line, release)
+	if built.lines == nil {
+		built.lines = map[string]buildResult{}
+	}
+	built.lines[line] = buildResult{bin, err}
+	return bin, err
 }
 
-// lookup returns the nats-server binary of a release line ("2.10") and its version, or an
-// error saying what is missing.
-func lookup(line string) (bin, version string, err error) {
+type buildResult struct {
+	bin Binary
+	err error
+}
+
+// built holds what this process found or built, line by line.
+var built struct {
+	mu    sync.Mutex
+	lines map[string]buildResult
+}
+
+// build returns the nats-server of release in Dir()/line, building it there first when it
+// is missing or of another version. Test processes that run at once build it once: the
+// others wait on a file lock and find it built.
+func build(line, release string) (Binary, error) {
+	dir := filepath.Join(Dir(), line)
+	bin := filepath.Join(dir, "nats-server")
+	if v, err := Version(bin); err == nil && v == release {
+		return Binary{Path: bin, Version: v}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Binary{}, err
+	}
+	lock := flock.New(filepath.Join(Dir(), line+".lock"))
+	if err := lock.Lock(); err != nil {
+		return Binary{}, fmt.Errorf("locking %s to build nats-server %s: %w", lock.Path(), release, err)
+	}
+	defer lock.Unlock()
+	if v, err := Version(bin); err == nil && v == release {
+		return Binary{Path: bin, Version: v}, nil // another process built it meanwhile
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	pkg := "github.com/nats-io/nats-server/v2@v" + release
+	cmd := exec.Command(goCmd, "install", pkg)
+	cmd.Dir = dir // outside any module: the release builds with its own go.mod
+	// GOFLAGS of the test run (-race, -mod) are not for the server's build.
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "CGO_ENABLED=0")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return Binary{}, fmt.Errorf("no nats-server %s: building it with `GOBIN=%s go install %s` failed: %v\n%s", line, dir, pkg, err, lastLines(out, 10))
+	}
+	v, err := Version(bin)
+	if err != nil {
+		return Binary{}, err
+	}
+	if v != release {
+		return Binary{}, fmt.Errorf("built nats-server %s, but it reports version %s", release, v)
+	}
+	fmt.Fprintf(os.Stderr, "natstest: built nats-server %s into %s in %v\n", release, dir, time.Since(start).Round(time.Second))
+	return Binary{Path: bin, Version: v}, nil
+}
+
+// system returns the nats-server installed on the system (PATH, /usr/sbin, /usr/bin) when
+// it is of the line.
+func system(line string) (Binary, error) {
 	var tried []string
-	cands := []string{filepath.Join(Dir(), line, "nats-server")}
+	var cands []string
 	if p, err := exec.LookPath("nats-server"); err == nil {
 		cands = append(cands, p)
 	}
 	cands = append(cands, "/usr/sbin/nats-server", "/usr/bin/nats-server")
-	for i, c := range cands {
-		if i > 0 && line != "2.9" {
-			break // only the oldest line is taken from the system
-		}
+	for _, c := range cands {
 		if _, err := os.Stat(c); err != nil {
 			tried = append(tried, c)
 			continue
 		}
 		v, err := Version(c)
 		if err != nil {
-			return "", "", err
+			return Binary{}, err
 		}
 		if strings.HasPrefix(v, line+".") {
-			return c, v, nil
+			return Binary{Path: c, Version: v}, nil
 		}
 		tried = append(tried, fmt.Sprintf("%s (%s)", c, v))
 	}
-	how := fmt.Sprintf("GOBIN=%s go install github.com/nats-io/nats-server/v2@v%s.x", filepath.Join(Dir(), line), line)
-	if line == "2.9" {
-		how = "apt-get install nats-server (Debian 12 ships 2.9.10)"
-	}
-	return "", "", fmt.Errorf("no nats-server %s: looked at %s; build one with: %s", line, strings.Join(tried, ", "), how)
+	return Binary{}, fmt.Errorf("no nats-server %s: looked at %s; install one with: apt-get install nats-server (Debian 12 ships 2.9.10)", line, strings.Join(tried, ", "))
 }
 
 // NeedLine is Line for a test: it skips t when the line is missing.
