@@ -18,8 +18,9 @@ import (
 // in TestSuite). A line whose binary is missing is skipped, naming it.
 var olderLines = []string{"2.10", "2.11"}
 
-// A node on each older line reads back what it stored, promptly: reads must not depend on
-// batched direct gets (2.11) or atomic batches (2.12).
+// A node on each older line reads back what it stored: reads must not depend on batched
+// direct gets (2.11) or atomic batches (2.12). A read that waited for an answer such a
+// server does not give would fail by the node's timeout.
 func TestOlderLinesReadBack(t *testing.T) {
 	for _, line := range olderLines {
 		t.Run(line, func(t *testing.T) {
@@ -36,13 +37,12 @@ func TestOlderLinesReadBack(t *testing.T) {
 			if _, err := s.Append(ctx, want); err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
 			p, err := s.Read(ctx, eventlog.Query{Max: 10, Ascending: true})
 			if err != nil {
 				t.Fatalf("read on nats-server %s: %v", srv.Version, err)
 			}
-			if len(p.Items) != 5 || time.Since(start) > time.Second {
-				t.Fatalf("read on nats-server %s: %d items in %v", srv.Version, len(p.Items), time.Since(start))
+			if len(p.Items) != 5 {
+				t.Fatalf("read on nats-server %s: %d items of 5", srv.Version, len(p.Items))
 			}
 			p, err = s.Read(ctx, eventlog.Query{Max: 2})
 			if err != nil || len(p.Items) != 2 || !p.More {
@@ -68,16 +68,12 @@ func TestRefusesServerBefore210(t *testing.T) {
 	bin := natstest.NeedLine(t, "2.9")
 	version := bin.Version
 	srv := natstest.Start(t, bin, natstest.Config{})
-	start := time.Now()
 	_, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "OLD", Manage: true, Timeout: 2 * time.Second})
 	if err == nil {
 		t.Fatalf("nats-server %s was not refused", version)
 	}
 	if !strings.Contains(err.Error(), "nats-server "+version) || !strings.Contains(err.Error(), "needs nats-server 2.10 or later") {
 		t.Fatalf("the refusal does not name the version found (%s) and the one needed: %v", version, err)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("the refusal took %v", time.Since(start))
 	}
 }
 
