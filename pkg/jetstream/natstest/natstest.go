@@ -35,8 +35,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/evtctl/evtctl/pkg/atomicfile"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -148,9 +149,13 @@ func build(line, release string) (Binary, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Binary{}, err
 	}
-	lock := flock.New(filepath.Join(Dir(), line+".lock"))
-	if err := lock.Lock(); err != nil {
-		return Binary{}, fmt.Errorf("locking %s to build nats-server %s: %w", lock.Path(), release, err)
+	// Another test process may be building it: wait for that build (a few minutes at most)
+	// rather than build it too.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	lock, err := atomicfile.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
+	if err != nil {
+		return Binary{}, fmt.Errorf("no nats-server %s: %w", line, err)
 	}
 	defer lock.Unlock()
 	if v, err := Version(bin); err == nil && v == release {
@@ -161,7 +166,7 @@ func build(line, release string) (Binary, error) {
 		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	pkg := "github.com/nats-io/nats-server/v2@v" + release
-	cmd := exec.Command(goCmd, "install", pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "install", pkg)
 	cmd.Dir = dir // outside any module: the release builds with its own go.mod
 	// GOFLAGS of the test run (-race, -mod) are not for the server's build.
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=", "CGO_ENABLED=0")
