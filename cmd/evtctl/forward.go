@@ -423,12 +423,8 @@ func headCursor(ctx context.Context, c *client.Client, onRetry client.RetryFunc)
 		}
 		d := retry.Delay(attempt, 200*time.Millisecond, 15*time.Second)
 		onRetry(err, attempt+1, d)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
+		if err := retry.Sleep(ctx, d); err != nil {
+			return "", err
 		}
 	}
 }

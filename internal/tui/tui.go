@@ -12,13 +12,14 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/evtctl/evtctl/internal/english"
 	"io"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Config says what the UI shows and how. Source is required; the rest has defaults.
@@ -351,14 +352,8 @@ func (m *Model) listen() tea.Cmd {
 		case <-ctx.Done():
 			return nil
 		}
-		if d := time.Until(p.last.Add(p.interval)); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			}
+		if d := time.Until(p.last.Add(p.interval)); d > 0 && retry.Sleep(ctx, d) != nil {
+			return nil
 		}
 		msgs := feedMsg{first}
 	drain:

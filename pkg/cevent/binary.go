@@ -275,7 +275,7 @@ func nonEmpty(name string) func(string) *Error {
 func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string) ([]byte, *Error) {
 	mark := len(out)
 	switch {
-	case !hasCT || isJSONMediaType(ct):
+	case !hasCT || IsJSONMediaType(ct):
 		out = append(out, `,"data":`...)
 		start := len(out)
 		// The scanner validates (writing a compact copy, which is dropped:

@@ -176,7 +176,7 @@ func FuzzDecodeBinary(f *testing.F) {
 		}
 		// Data is stored without losing a byte.
 		if len(body) > 0 {
-			js := ct == "" || isJSONMediaType(ct)
+			js := ct == "" || IsJSONMediaType(ct)
 			if _, ok := stored["data"]; ok && js && !bytes.HasSuffix(ev.JSON, append(append([]byte(`,"data":`), body...), '}')) {
 				t.Fatalf("JSON body %q stored as %s", body, ev.JSON)
 			}

@@ -36,7 +36,7 @@ func sdkReadsJSONData(js []byte) bool {
 	case "application/json", "text/json", MediaTypeStructured, MediaTypeBatch:
 		return true
 	}
-	return !isJSONMediaType(*m.DCT)
+	return !IsJSONMediaType(*m.DCT)
 }
 
 // sdkCheck unmarshals ev.JSON with sdk-go, validates it, and compares the
@@ -174,7 +174,7 @@ func compareSDKEvents(t *testing.T, got, want *event.Event) {
 		t.Errorf("extensions\n got %#v\nwant %#v", got.Extensions(), want.Extensions())
 	}
 	gd, wd := got.Data(), want.Data()
-	if isJSONMediaType(cmpOr(want.DataContentType(), "application/json")) && json.Valid(wd) {
+	if IsJSONMediaType(cmpOr(want.DataContentType(), "application/json")) && json.Valid(wd) {
 		gd, wd = compactJSON(t, gd), compactJSON(t, wd)
 	}
 	if !bytes.Equal(gd, wd) {

@@ -94,7 +94,7 @@ func fromSignal(entity string, r *http.Request, body []byte, lim Limits, newID f
 		switch {
 		case equalFold(mt, "application/x-www-form-urlencoded"):
 			err = sig.parseForm(string(body), "body")
-		case isJSONMediaType(mt):
+		case IsJSONMediaType(mt):
 			err = sig.parseJSON(body)
 		case mt == "" && firstNonSpace(body) == '{':
 			err = sig.parseJSON(body)

@@ -53,8 +53,10 @@ func classify(name []byte) int {
 	return kExtension
 }
 
-// validAttrName reports whether name is a valid attribute name: one or more
-// of a-z and 0-9.
+// ValidAttributeName reports whether name is a valid CloudEvents attribute name: one
+// or more of a-z and 0-9.
+func ValidAttributeName(name string) bool { return validAttrName(name) }
+
 func validAttrName[T string | []byte](name T) bool {
 	if len(name) == 0 {
 		return false
@@ -522,7 +524,7 @@ func (d *decoder) validate(info *eventInfo, js []byte) (Event, *Error) {
 			if err := checkMediaType("datacontenttype", s); err != nil {
 				return Event{}, err
 			}
-			d.lastCT, d.lastCTJSON = s, isJSONMediaType(s)
+			d.lastCT, d.lastCTJSON = s, IsJSONMediaType(s)
 		}
 		ctJSON = d.lastCTJSON
 	}
@@ -584,9 +586,10 @@ func parseMediaType(what, s string) (map[string]string, *Error) {
 	return params, nil
 }
 
-// isJSONMediaType reports whether the media type ct (parameters allowed)
-// declares JSON content: a subtype of json or ending in +json.
-func isJSONMediaType(ct string) bool {
+// IsJSONMediaType reports whether the media type ct (parameters allowed) declares
+// JSON content, the rule of the JSON event format: a subtype of json or ending in +json,
+// in any case.
+func IsJSONMediaType(ct string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
 	mt = strings.TrimSpace(mt)
 	_, sub, ok := strings.Cut(mt, "/")

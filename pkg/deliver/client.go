@@ -223,12 +223,8 @@ func (c *Client) Do(ctx context.Context, req Request) (Attempt, error) {
 		if c.cfg.OnRetry != nil {
 			c.cfg.OnRetry(n, delay, a.Err)
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Sleep(ctx, delay) != nil {
 			return a, fmt.Errorf("%w (last failure: %v)", context.Cause(ctx), a.Err)
-		case <-t.C:
 		}
 	}
 }

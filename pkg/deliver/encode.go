@@ -5,12 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/cevent"
 )
 
 // EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
@@ -137,7 +138,7 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		case "datacontenttype", "data", "data_base64":
 			continue
 		}
-		if !validAttrName(name) {
+		if !cevent.ValidAttributeName(name) {
 			return binaryRequest{}, fmt.Errorf("member %q is not a valid CloudEvents attribute name and cannot be sent as a ce- header", name)
 		}
 		v, ok, err := attrString(raw)
@@ -171,7 +172,7 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 	case hasData && !isNull(data):
 		body = memberText(event, data)
 		// A JSON string under a non-JSON content type is the data's text.
-		if hasCT && !isJSONMediaType(ct) && data[0] == '"' {
+		if hasCT && !cevent.IsJSONMediaType(ct) && data[0] == '"' {
 			var s string
 			if err := json.Unmarshal(data, &s); err != nil {
 				return binaryRequest{}, fmt.Errorf("member \"data\": %w", err)
@@ -234,30 +235,6 @@ func attrString(raw json.RawMessage) (s string, ok bool, err error) {
 
 func isNull(raw json.RawMessage) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
-}
-
-func validAttrName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// isJSONMediaType reports whether ct is application/json, */json or
-// */*+json, ignoring parameters and case.
-func isJSONMediaType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
-	}
-	_, sub, _ := strings.Cut(mt, "/")
-	return sub == "json" || strings.HasSuffix(sub, "+json")
 }
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent

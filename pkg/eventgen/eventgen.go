@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/pkg/cevent"
 )
 
 // Spec describes the events to make. String fields may hold Go templates, executed per
@@ -172,7 +174,7 @@ func (g *Generator) Event(seq int) ([]byte, error) {
 			ct = "application/json"
 		}
 		writeAttr(&b, "datacontenttype", ct)
-		if isJSONType(ct) {
+		if cevent.IsJSONMediaType(ct) {
 			if !json.Valid([]byte(data)) {
 				return nil, fmt.Errorf("--data is not valid JSON (event %d): %.60q; set --data-content-type for other data", seq, data)
 			}
@@ -206,11 +208,6 @@ func writeAttr(b *bytes.Buffer, name, value string) {
 	q, _ := json.Marshal(value)
 	b.WriteString(`,"` + name + `":`)
 	b.Write(q)
-}
-
-func isJSONType(ct string) bool {
-	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
-	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
 
 // FillDefaults completes a CloudEvent read from a JSON line: specversion "1.0", an id (UUID1)

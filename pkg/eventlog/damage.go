@@ -249,11 +249,11 @@ func (w *window) resync(from int64, expect uint64, lastTS int64) (int64, rec, bo
 			continue
 		}
 		pl := b[frameHeader:]
-		seq, ts := le.Uint64(pl[8:]), int64(le.Uint64(pl[0:]))
+		seq, ts := le.Uint64(pl[atSeq:]), int64(le.Uint64(pl[atTS:]))
 		if seq < expect || seq-expect > uint64(w.size-from)/minFrame+1 || ts < lastTS {
 			continue
 		}
-		if recHeader+int(le.Uint16(pl[33:])) > n {
+		if recHeader+int(le.Uint16(pl[atTypeLen:])) > n {
 			continue
 		}
 		fb, err := w.at(p, frameHeader+n)

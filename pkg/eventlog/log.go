@@ -407,11 +407,10 @@ func groupSize(group []*appendReq) int {
 	return n
 }
 
-// setCommitFlag marks a frame as the last of its append: the flags byte of the payload
-// (recHeader layout: ts 0-7, seq 8-15, key 16-31, flags 32), then the frame's checksum again.
+// setCommitFlag marks a frame as the last of its append: the flags byte of its payload,
+// then the frame's checksum again.
 func setCommitFlag(frame []byte) {
-	const flagsAt = frameHeader + 32
-	frame[flagsAt] |= flagCommit
+	frame[frameHeader+atFlags] |= flagCommit
 	n := int(binary.LittleEndian.Uint32(frame))
 	binary.LittleEndian.PutUint32(frame[4:], atomicfile.CRC32C(frame[frameHeader:frameHeader+n]))
 }

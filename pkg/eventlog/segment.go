@@ -28,7 +28,12 @@ const (
 	segVersion    = 1
 	segHeaderSize = 24 // magic, version u32, base u64, floorTS i64
 	frameHeader   = 8
-	recHeader     = 35
+	recHeader     = 35 // the payload's fixed part, at these offsets:
+	atTS          = 0
+	atSeq         = 8
+	atKey         = 16
+	atFlags       = 32
+	atTypeLen     = 33
 	flagCommit    = 1
 	maxPayload    = 16 << 20 // a sanity bound for recovery; the server limits events far lower
 	blockRecords  = 16       // one sparse index entry per this many records
@@ -125,11 +130,11 @@ func appendFrame(buf []byte, ts int64, seq uint64, k key, flags byte, typ string
 	start := len(buf)
 	buf = append(buf, make([]byte, frameHeader+recHeader)...)
 	p := buf[start+frameHeader:]
-	binary.LittleEndian.PutUint64(p[0:], uint64(ts))
-	binary.LittleEndian.PutUint64(p[8:], seq)
-	copy(p[16:32], k[:])
-	p[32] = flags
-	binary.LittleEndian.PutUint16(p[33:], uint16(len(typ)))
+	binary.LittleEndian.PutUint64(p[atTS:], uint64(ts))
+	binary.LittleEndian.PutUint64(p[atSeq:], seq)
+	copy(p[atKey:atFlags], k[:])
+	p[atFlags] = flags
+	binary.LittleEndian.PutUint16(p[atTypeLen:], uint16(len(typ)))
 	buf = append(buf, typ...)
 	buf = append(buf, json...)
 	binary.LittleEndian.PutUint32(buf[start:], uint32(n))
@@ -169,19 +174,19 @@ func decodeFrame(b []byte) (rec, error) {
 	if atomicfile.CRC32C(p) != binary.LittleEndian.Uint32(b[4:]) {
 		return rec{}, errCorrupt
 	}
-	tl := int(binary.LittleEndian.Uint16(p[33:]))
+	tl := int(binary.LittleEndian.Uint16(p[atTypeLen:]))
 	if recHeader+tl > n {
 		return rec{}, errCorrupt
 	}
 	r := rec{
-		ts:    int64(binary.LittleEndian.Uint64(p[0:])),
-		seq:   binary.LittleEndian.Uint64(p[8:]),
-		flags: p[32],
+		ts:    int64(binary.LittleEndian.Uint64(p[atTS:])),
+		seq:   binary.LittleEndian.Uint64(p[atSeq:]),
+		flags: p[atFlags],
 		typ:   p[recHeader : recHeader+tl],
 		json:  p[recHeader+tl:],
 		size:  frameHeader + n,
 	}
-	copy(r.key[:], p[16:32])
+	copy(r.key[:], p[atKey:atFlags])
 	return r, nil
 }
 

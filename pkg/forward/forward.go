@@ -297,7 +297,6 @@ type run struct {
 	stopErr   error
 	fatal     error // persisting failed: nothing more can be made durable
 	graceEnd  time.Time
-	abandoned bool
 	gone      *GoneRecord // to be recorded
 	wentGone  bool
 	work      context.Context
@@ -354,7 +353,7 @@ func (r *run) loop(ctx context.Context, src <-chan Event) error {
 	defer timer.Stop()
 	for {
 		now := time.Now()
-		if r.stopping && !r.abandoned && !now.Before(r.graceEnd) {
+		if r.stopping && !r.abandoned() && !now.Before(r.graceEnd) {
 			r.abandonWork()
 		}
 		if !r.stopping {
@@ -422,10 +421,10 @@ func (r *run) stop(err error, now bool) {
 	}
 }
 
-func (r *run) abandonWork() {
-	r.abandoned = true
-	r.abandon()
-}
+func (r *run) abandonWork() { r.abandon() }
+
+// abandoned reports whether the attempts under way were abandoned.
+func (r *run) abandoned() bool { return r.work.Err() != nil }
 
 // finished reports whether the loop is done, and its result.
 func (r *run) finished() (bool, error) {
@@ -457,7 +456,7 @@ func (r *run) checkpointDue(now time.Time) string {
 // nextWake returns how long the loop may sleep when nothing else happens.
 func (r *run) nextWake(now time.Time) time.Duration {
 	wake := now.Add(time.Hour)
-	if r.stopping && !r.abandoned {
+	if r.stopping && !r.abandoned() {
 		wake = r.graceEnd
 	}
 	if !r.stopping && r.retry.Len() > 0 && r.slots < r.opts.Concurrency {

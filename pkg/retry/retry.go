@@ -3,6 +3,7 @@
 package retry
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -40,4 +41,16 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 		return min(max(t.Sub(now), 0), MaxRetryAfter), true
 	}
 	return 0, false
+}
+
+// Sleep waits for d, or until ctx ends; it returns ctx's error in that case, else nil.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
