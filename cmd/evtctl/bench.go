@@ -93,6 +93,7 @@ the environment of the run.
   latency   a steady rate of appends while a client tails: acknowledgement to delivery
   replay    catch-up of stored events through the client, also with a 1% filter
   pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
+  jetstream a node on NATS JetStream beside the NATS Go client on the same server
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
 latency send events, so they need an evtctl node. --embedded starts a node for the run.
@@ -104,7 +105,8 @@ Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
   evtctl bench replay --node http://tendermint:26657 -o json`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)))
+	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)),
+		newCmdBenchJetStream(newOpts(streams)))
 	return cmd
 }
 
@@ -548,4 +550,100 @@ func (p *benchProgress) clear() {
 		fmt.Fprint(p.s.ErrOut, "\r\x1b[K")
 		p.shown = false
 	}
+}
+
+type benchJetStreamOptions struct {
+	*benchOptions
+	NATS      string
+	Events    int
+	EventSize int
+	BatchSize int
+	Producers int
+	Runs      int
+	Replicas  int
+	NodeArgs  []string
+}
+
+func newCmdBenchJetStream(bo *benchOptions) *cobra.Command {
+	opts := &benchJetStreamOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "jetstream",
+		Short: "A node on NATS JetStream beside the NATS Go client on the same server",
+		Long: `Measure, in one run against the NATS server of --nats, the NATS Go client and an evtctl node
+on a stream of that server, and report the node's rates as a share of the client's:
+
+  ingest  the client publishes --events events asynchronously (nats.go's default bound on
+          acknowledgements in flight); the node takes them over HTTP in batches of
+          --batch-size, --producers requests in flight (1: as evtctl emit --mode batch)
+  replay  the client reads them with an ordered consumer; the node serves them to a
+          chronological replay rendered as evtctl replay -o jsonl renders it
+
+The node is this executable, "serve --store NATS" in a process of its own (--node-arg adds
+flags). Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs
+repeats everything; medians are reported.`,
+		Example: `  nats-server --jetstream --store_dir "$(mktemp -d)" &
+  evtctl bench jetstream --nats nats://127.0.0.1:4222 --runs 3`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {
+				return err
+			}
+			if err := opts.JQ.compile(cmd.Context()); err != nil {
+				return err
+			}
+			if opts.NATS == "" {
+				return usagef("--nats is required: the NATS server to measure on, e.g. nats://127.0.0.1:4222")
+			}
+			if opts.Events < 1 || opts.BatchSize < 1 || opts.Producers < 1 || opts.Runs < 1 || opts.Replicas < 1 || opts.Replicas > 5 {
+				return usagef("--events, --batch-size, --producers and --runs must be at least 1; --nats-replicas 1 to 5")
+			}
+			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
+				return err
+			}
+			return runBenchJetStream(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	enumVarP(f, &opts.Output, "output", "o", "", "{values}; by default table on a terminal, json otherwise", choice{name: "table"}, choice{name: "json"})
+	opts.JQ.addFlag(f)
+	f.StringVar(&opts.NATS, "nats", "", "NATS server URL (nats://HOST:PORT)")
+	f.IntVar(&opts.Events, "events", 100_000, "events to publish and read back, by each of the client and the node")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
+	f.IntVar(&opts.BatchSize, "batch-size", 1000, "events per ingest request to the node")
+	f.IntVar(&opts.Producers, "producers", 1, "ingest requests in flight to the node")
+	f.IntVar(&opts.Runs, "runs", 1, "runs; the medians are reported")
+	f.IntVar(&opts.Replicas, "nats-replicas", 1, "replicas of each stream")
+	f.StringArrayVar(&opts.NodeArgs, "node-arg", nil, "a flag for the node's serve command (repeatable), e.g. --node-arg=--nats-atomic-batches=false")
+	return cmd
+}
+
+func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
+	exe, env, err := opts.nodeProcess()
+	if err != nil {
+		return fmt.Errorf("finding this executable to run a node process: %w", err)
+	}
+	p := &benchProgress{s: opts.streams}
+	cfg := bench.JetStreamConfig{
+		Version: versionString(), URL: opts.NATS, Replicas: opts.Replicas, Events: opts.Events, EventSize: opts.EventSize,
+		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs,
+		StartNode: func(ctx context.Context, stream string) (string, func() error, error) {
+			args := append([]string{"--store", opts.NATS, "--nats-stream", stream, "--nats-replicas", strconv.Itoa(opts.Replicas)}, opts.NodeArgs...)
+			n, err := bench.StartChildServe(exe, childEnv(env), args...)
+			if err != nil {
+				return "", nil, err
+			}
+			return n.URL, n.Close, nil
+		},
+	}
+	if opts.streams.IsStderrTTY() {
+		cfg.Progress = p.show
+	}
+	report, err := bench.JetStream(ctx, cfg)
+	p.clear()
+	if report != nil {
+		if werr := opts.write(report); werr != nil && !closedPipe(werr) {
+			return werr
+		}
+	}
+	return err
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"strings"
 
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/deliver"
+	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
 // This file holds what evtctl says to do about a node or a receiver that cannot be used:
@@ -33,6 +35,8 @@ func explainNode(err error, s nodeSettings, ingest bool) error {
 		return nil
 	case errors.As(err, &ce):
 		return withHints(err, nodeHints(ce, s)...)
+	case readOnly(err):
+		return err // the refusal says what would make the node take events
 	case errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden),
 		errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
 		return withHints(err, tokenHint(s, ingest))
@@ -146,10 +150,30 @@ func authHint(err error, node bool, s nodeSettings) []string {
 	if !errors.As(err, &se) || se.Status != http.StatusUnauthorized && se.Status != http.StatusForbidden {
 		return nil
 	}
+	if node && readOnly(err) {
+		return nil // the refusal says what would make the node take events
+	}
 	if node {
 		return []string{tokenHint(s, true)}
 	}
 	return []string{"The receiver wants credentials: --token sends a bearer token, -H 'Authorization: ...' any other."}
+}
+
+// readOnly reports whether err is a node's refusal of events because its log takes none (a
+// node serving a stream evtctl did not write): a 403 that no token changes.
+func readOnly(err error) bool {
+	var (
+		he *client.HTTPError
+		se *deliver.StatusError
+	)
+	ro := eventlog.ErrReadOnly.Error()
+	switch {
+	case errors.As(err, &he):
+		return he.Status == http.StatusForbidden && strings.HasPrefix(he.Message, ro)
+	case errors.As(err, &se):
+		return se.Status == http.StatusForbidden && strings.HasPrefix(se.Reason, ro)
+	}
+	return false
 }
 
 // unwrapTransport is the transport failure inside err, without the request line that Go's

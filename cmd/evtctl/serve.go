@@ -75,7 +75,7 @@ type serveOptions struct {
 	NATSCert     string
 	NATSKey      string
 	NATSManage   bool
-	NATSAtomic   bool
+	NATSAtomic   string
 	NATSTimeout  time.Duration
 }
 
@@ -105,7 +105,10 @@ together), so an acknowledged event survives a crash of the node or of the machi
 With --store nats://HOST:PORT the log lives in a NATS JetStream stream instead (file storage,
 --nats-replicas copies), created or brought to the node's retention settings at start, so
 that several nodes in front of one stream serve one log: every node hands out the same
-cursor for the same event, and a reader may move between them.
+cursor for the same event, and a reader may move between them. It needs nats-server 2.10 or
+later. With --nats-manage-stream=false the node serves a stream as it is, also one that
+evtctl did not write: each message is presented as a CloudEvent, and the node takes events
+only when --nats-subject names a subject the stream takes.
 
 Damage to the log is never repaired by deleting what is intact: only a torn tail (the last
 append cut short by a crash, never acknowledged) is cut back. A bad record, a missing or
@@ -121,7 +124,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
   evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
   evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"
   evtctl serve --verify --data-dir /var/lib/evtctl
-  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds`,
+  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds
+  evtctl serve --store nats://nats1:4222 --nats-stream ORDERS --nats-manage-stream=false`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Memory && cmd.Flags().Changed("data-dir") {
@@ -189,7 +193,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 
 	f.StringVar(&opts.Store, "store", "embedded", "where the log lives: embedded (--data-dir or --memory), or NATS JetStream servers: nats://HOST:PORT (tls://, several comma separated)")
 	f.StringVar(&opts.NATSStream, "nats-stream", "EVTCTL", "JetStream stream that holds the log")
-	f.StringVar(&opts.NATSSubject, "nats-subject", "", `subject the events are published on (default "evtctl." and the stream name in lower case)`)
+	f.StringVar(&opts.NATSSubject, "nats-subject", "", `subject ingested events are published on (default "evtctl." and the stream name in lower case); on a stream that does not take the default, the node takes events only with this flag`)
 	f.IntVar(&opts.NATSReplicas, "nats-replicas", 1, "copies of the stream the JetStream cluster keeps (1 to 5; 3 survives the loss of a server)")
 	f.StringVar(&opts.NATSCreds, "nats-creds", "", "NATS credentials file (JWT and NKey seed)")
 	f.StringVar(&opts.NATSNKey, "nats-nkey", "", "NATS NKey seed file")
@@ -199,8 +203,11 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.NATSCA, "nats-ca", "", "CA certificates (PEM) that sign the NATS servers' certificates")
 	f.StringVar(&opts.NATSCert, "nats-cert", "", "client certificate (PEM) for NATS TLS")
 	f.StringVar(&opts.NATSKey, "nats-key", "", "private key (PEM) for --nats-cert")
-	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is")
-	f.BoolVar(&opts.NATSAtomic, "nats-atomic-batches", true, "store each ingest batch all-or-nothing (atomic batch publish, nats-server 2.12+); false: event by event, faster on a single-replica stream")
+	f.BoolVar(&opts.NATSManage, "nats-manage-stream", true, "create the stream if it is missing and bring its limits, replicas and settings to this node's; false: use it as it is (also a stream evtctl did not write)")
+	enumVar(f, &opts.NATSAtomic, "nats-atomic-batches", "auto", "store each ingest batch all-or-nothing with atomic batch publish (nats-server 2.12+): {values}",
+		choice{name: "auto", help: "atomic on a replicated stream, event by event on a single replica, whichever is faster"},
+		choice{name: "true", help: "always atomic"}, choice{name: "false", help: "event by event, pipelined"})
+	f.Lookup("nats-atomic-batches").NoOptDefVal = "true"
 	f.DurationVar(&opts.NATSTimeout, "nats-timeout", 5*time.Second, "how long to wait for each reply from NATS; at start, six times this for NATS and the stream to be ready")
 	return cmd
 }
@@ -242,6 +249,11 @@ func checkStoreFlags(f *pflag.FlagSet, opts *serveOptions) error {
 	if opts.NATSTimeout <= 0 {
 		return usagef("--nats-timeout must be positive")
 	}
+	switch opts.NATSAtomic {
+	case "auto", "true", "false":
+	default:
+		return usagef("--nats-atomic-batches must be auto, true or false, got %q", opts.NATSAtomic)
+	}
 	return nil
 }
 
@@ -272,20 +284,20 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 			nopts = append(nopts, nats.ClientCert(opts.NATSCert, opts.NATSKey))
 		}
 		jopts := jetstream.Options{
-			URL:             opts.Store,
-			Stream:          opts.NATSStream,
-			Subject:         opts.NATSSubject,
-			Replicas:        opts.NATSReplicas,
-			Window:          opts.Window,
-			MaxItems:        opts.MaxItems,
-			MaxBytes:        int64(opts.MaxBytes),
-			DedupeWindow:    opts.DedupeWindow,
-			Manage:          opts.NATSManage,
-			NoAtomicBatches: !opts.NATSAtomic,
-			Timeout:         opts.NATSTimeout,
-			StartupWait:     6 * opts.NATSTimeout,
-			NATSOptions:     nopts,
-			Logger:          logger,
+			URL:          opts.Store,
+			Stream:       opts.NATSStream,
+			Subject:      opts.NATSSubject,
+			Replicas:     opts.NATSReplicas,
+			Window:       opts.Window,
+			MaxItems:     opts.MaxItems,
+			MaxBytes:     int64(opts.MaxBytes),
+			DedupeWindow: opts.DedupeWindow,
+			Manage:       opts.NATSManage,
+			Batches:      natsBatches(opts.NATSAtomic),
+			Timeout:      opts.NATSTimeout,
+			StartupWait:  6 * opts.NATSTimeout,
+			NATSOptions:  nopts,
+			Logger:       logger,
 		}
 		if opts.DedupeWindow == 0 {
 			jopts.DedupeWindow = -1
@@ -321,6 +333,17 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 		return nil, "", err
 	}
 	return st, where, nil
+}
+
+// natsBatches reads --nats-atomic-batches (checked by checkStoreFlags).
+func natsBatches(v string) jetstream.Batches {
+	switch v {
+	case "true":
+		return jetstream.BatchesAtomic
+	case "false":
+		return jetstream.BatchesEach
+	}
+	return jetstream.BatchesAuto
 }
 
 // defaultDataDir is under the user's state directory: $XDG_STATE_HOME/evtctl/node or

@@ -28,12 +28,17 @@ type ChildNode struct {
 // StartChildNode runs exe (an evtctl binary) as "serve --memory --listen 127.0.0.1:0
 // --addr-file F" followed by args, with env as its environment, and waits until it listens.
 func StartChildNode(exe string, env []string, args ...string) (*ChildNode, error) {
+	return StartChildServe(exe, env, append([]string{"--memory"}, args...)...)
+}
+
+// StartChildServe is StartChildNode without --memory: args choose the store.
+func StartChildServe(exe string, env []string, args ...string) (*ChildNode, error) {
 	dir, err := os.MkdirTemp("", "evtctl-bench-node-")
 	if err != nil {
 		return nil, err
 	}
 	addrFile := filepath.Join(dir, "addr")
-	argv := append([]string{"serve", "--memory", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-level", "warn"}, args...)
+	argv := append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--log-level", "warn"}, args...)
 	n := &ChildNode{cmd: exec.Command(exe, argv...), dir: dir, stderr: &lastBytes{max: 4096}, exited: make(chan struct{})}
 	n.cmd.Env = env
 	n.cmd.Stderr = n.stderr

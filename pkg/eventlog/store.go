@@ -103,4 +103,7 @@ var (
 	// ErrUnavailable is wrapped by errors of a store whose engine cannot serve for now (no
 	// connection, no quorum, no leader): the same call may succeed when retried shortly.
 	ErrUnavailable = errors.New("event log is unavailable")
+	// ErrReadOnly is wrapped by the errors of Append on a store that takes no events by
+	// its configuration (a NATS stream evtctl did not write): retrying cannot help.
+	ErrReadOnly = errors.New("event log takes no events")
 )

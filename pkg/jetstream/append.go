@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -50,6 +51,12 @@ func (s *Store) Append(ctx context.Context, entries []eventlog.Entry) ([]eventlo
 		return nil, eventlog.ErrClosed
 	}
 	defer s.leave()
+	if err := s.refusal(); err != nil {
+		return nil, err
+	}
+	if err := s.writeError(); err != nil {
+		return nil, err
+	}
 
 	// A repeat within the slice is answered with the cursor of its first occurrence, as
 	// the embedded log does; JetStream would refuse an atomic batch holding both.
@@ -249,43 +256,54 @@ func (s *Store) tryAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) 
 	return acks, nil
 }
 
-// publishEach publishes msgs one by one, pipelined, and waits for every acknowledgement.
-// The connection keeps their order, so the stream does too.
+// maxInFlight bounds the messages this node has published and not yet seen acknowledged,
+// all appends together: a publish waits for room (up to the store's timeout).
+const maxInFlight = 4096
+
+// publishEach publishes msgs one by one, pipelined with the publishes of other appends
+// (nats.go's asynchronous publish, within maxInFlight), and waits for every
+// acknowledgement. The connection keeps their order, so the stream does too.
 func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
-	chans := make([]chan *nats.Msg, len(msgs))
-	for i, m := range msgs {
-		reply, ch, done := s.mux.open(1)
-		defer done()
-		m.Reply, chans[i] = reply, ch
-		if err := s.nc.PublishMsg(m); err != nil {
-			if i == 0 {
-				return nil, s.connErr(err)
-			}
-			chans = chans[:i] // wait for those sent, to report how many were stored
-			break
+	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
+	var sendErr error
+	for _, m := range msgs {
+		f, err := s.pub.PublishMsgAsync(m, jetstream.WithStallWait(s.opts.Timeout))
+		if err != nil {
+			sendErr = err
+			break // wait for those sent, to report how many were stored
 		}
+		futs = append(futs, f)
 	}
-	t := time.NewTimer(s.opts.Timeout)
+	if len(futs) == 0 {
+		return nil, s.pubErr(sendErr)
+	}
+	t := time.NewTimer(s.opts.Timeout + time.Second) // the publisher's own timeout fires first
 	defer t.Stop()
 	acks := make([]ack, len(msgs))
 	var firstErr error
 	stored := 0
-	for i, ch := range chans {
-		m, err := s.await(ctx, ch, t)
-		if err == nil {
-			var a pubAck
-			if a, err = s.readAck(m); err == nil {
-				acks[i] = ack{seq: a.Seq, dup: a.Duplicate}
-				if a.Seq == 0 {
-					err = unavailable("NATS JetStream acknowledged a message without a sequence")
-				}
+	for i, f := range futs {
+		var err error
+		select {
+		case pa := <-f.Ok():
+			acks[i] = ack{seq: pa.Sequence, dup: pa.Duplicate}
+			if pa.Sequence == 0 {
+				err = unavailable("NATS JetStream acknowledged a message without a sequence")
 			}
+		case e := <-f.Err():
+			err = s.pubErr(e)
+		case <-t.C:
+			err = errAckTimeout
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-s.quit:
+			err = eventlog.ErrClosed
 		}
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
-			if errors.Is(err, context.Canceled) || errors.Is(err, eventlog.ErrClosed) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, eventlog.ErrClosed) || err == errAckTimeout {
 				break
 			}
 			continue
@@ -297,11 +315,28 @@ func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error
 		return nil, firstErr
 	case firstErr != nil:
 		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", firstErr, stored, len(msgs))
-	case len(chans) < len(msgs):
+	case len(futs) < len(msgs):
 		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)",
-			unavailable("the connection to NATS failed while publishing"), stored, len(msgs))
+			s.pubErr(sendErr), stored, len(msgs))
 	}
 	return acks, nil
+}
+
+var errAckTimeout = unavailable("no acknowledgement from NATS in time")
+
+// pubErr classifies an error of an asynchronous publish.
+func (s *Store) pubErr(err error) error {
+	switch {
+	case err == nil:
+		return unavailable("the connection to NATS failed while publishing")
+	case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+		return unavailable("NATS JetStream acknowledges more slowly than events arrive (%d in flight)", maxInFlight)
+	case errors.Is(err, jetstream.ErrAsyncPublishTimeout):
+		return unavailable("no acknowledgement from NATS within %v", s.opts.Timeout)
+	case errors.Is(err, nats.ErrDisconnected):
+		return unavailable("disconnected from NATS while publishing")
+	}
+	return s.jsErr(err)
 }
 
 // cursorsOf returns the cursors of the messages at seqs: from the ordered consumer's

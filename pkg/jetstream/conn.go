@@ -86,19 +86,11 @@ func (s *Store) await(ctx context.Context, ch <-chan *nats.Msg, t *time.Timer) (
 	}
 }
 
-// smsg is a stored message as evtctl reads it.
-type smsg struct {
-	seq  uint64
-	ts   int64 // the cursor's timestamp part: the stored time, raised to the floor header
-	typ  string
-	data []byte
-	ok   bool // the payload is a JSON object that can be served as an item
-}
-
 const (
 	hdrStatus      = "Status"
 	hdrSequence    = "Nats-Sequence"
 	hdrTimeStamp   = "Nats-Time-Stamp"
+	hdrSubject     = "Nats-Subject"
 	hdrNumPending  = "Nats-Num-Pending"
 	hdrMsgID       = "Nats-Msg-Id"
 	hdrBatchID     = "Nats-Batch-Id"
@@ -109,66 +101,6 @@ const (
 	hdrType  = "Evtctl-Type"  // the CloudEvent's type, served as an item's "event"
 	hdrFloor = "Evtctl-Floor" // hex Unix nanoseconds: the newest cursor time the publisher had seen
 )
-
-// maxGetBytes bounds the payload of one direct get; the server stops after the message
-// that crosses it and tells how many remain.
-const maxGetBytes = 4 << 20
-
-// directGet asks the stream's replicas for up to n messages from sequence start on (the
-// first ones that exist: a removed message is stepped over). pending is how many more
-// messages the answering replica holds after the last one returned.
-func (s *Store) directGet(ctx context.Context, start uint64, n int) (msgs []smsg, pending uint64, err error) {
-	reply, ch, done := s.mux.open(n + 2)
-	defer done()
-	body := fmt.Appendf(nil, `{"seq":%d,"batch":%d,"max_bytes":%d}`, start, n, maxGetBytes)
-	if err := s.nc.PublishRequest(s.getSubj, reply, body); err != nil {
-		return nil, 0, s.connErr(err)
-	}
-	t := time.NewTimer(s.opts.Timeout)
-	defer t.Stop()
-	msgs = make([]smsg, 0, n)
-	for {
-		m, err := s.await(ctx, ch, t)
-		if err != nil {
-			return nil, 0, err
-		}
-		switch st := m.Header.Get(hdrStatus); st {
-		case "":
-			sm, err := parseStored(m)
-			if err != nil {
-				return nil, 0, err
-			}
-			msgs = append(msgs, sm)
-		case "204": // end of batch
-			pending, _ = strconv.ParseUint(m.Header.Get(hdrNumPending), 10, 64)
-			return msgs, pending, nil
-		case "404": // nothing at or after start
-			return msgs, 0, nil
-		case "503":
-			return nil, 0, s.noResponders("reads")
-		default:
-			return nil, 0, fmt.Errorf("NATS direct get on stream %q: status %s %s", s.opts.Stream, st, m.Header.Get("Description"))
-		}
-	}
-}
-
-func parseStored(m *nats.Msg) (smsg, error) {
-	seq, err := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
-	if err != nil {
-		return smsg{}, fmt.Errorf("NATS direct get: a reply without a valid %s header", hdrSequence)
-	}
-	t, err := time.Parse(time.RFC3339Nano, m.Header.Get(hdrTimeStamp))
-	if err != nil {
-		return smsg{}, fmt.Errorf("NATS direct get: message %d has no valid %s header", seq, hdrTimeStamp)
-	}
-	sm := smsg{seq: seq, ts: max(t.UnixNano(), parseFloor(m.Header.Get(hdrFloor))), data: m.Data}
-	sm.typ, sm.ok = m.Header.Get(hdrType), true
-	if sm.typ == "" {
-		// Not published by evtctl: serve it only if it is a JSON object with a type.
-		sm.typ, sm.ok = foreignType(m.Data)
-	}
-	return sm, nil
-}
 
 // apiError is JetStream's error object in a reply.
 type apiError struct {
@@ -193,6 +125,7 @@ const (
 	errClusterNotAvail   = 10008
 	errClusterNotLeader  = 10009
 	errResources         = 10023
+	errNoMessageFound    = 10037
 	errStreamNotFound    = 10059
 	errStreamOffline     = 10118
 	errDupConflict       = 10158

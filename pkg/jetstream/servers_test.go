@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/pkg/jetstream/natstest"
 )
 
 // startServer runs an in-process NATS server with JetStream on a loopback port; port 0
@@ -62,30 +64,18 @@ func freePorts(t testing.TB, n int) []int {
 // it can create streams.
 func startCluster(t testing.TB) []*server.Server {
 	t.Helper()
-	ports := freePorts(t, 3)
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-	}
 	var srvs []*server.Server
-	for i, p := range ports {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "evtctl-test", Host: "127.0.0.1", Port: p},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		})
-		if err != nil {
+	for attempt := 1; ; attempt++ {
+		var err error
+		if srvs, err = tryCluster(t); err == nil {
+			break
+		}
+		// The route ports were free when chosen, but another process may have taken one
+		// since (tests run side by side): choose again.
+		if attempt == 3 {
 			t.Fatal(err)
 		}
-		go s.Start()
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		srvs = append(srvs, s)
-	}
-	for _, s := range srvs {
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatal("NATS server did not start")
-		}
+		t.Logf("%v; starting the cluster again on other ports", err)
 	}
 	nc, err := nats.Connect(clusterURL(srvs))
 	if err != nil {
@@ -106,6 +96,45 @@ func startCluster(t testing.TB) []*server.Server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// tryCluster starts the three servers of a cluster on route ports free a moment ago;
+// when one does not start, it stops the others and says so.
+func tryCluster(t testing.TB) ([]*server.Server, error) {
+	ports := freePorts(t, 3)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var srvs []*server.Server
+	stop := func() {
+		for _, s := range srvs {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	for i, p := range ports {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "evtctl-test", Host: "127.0.0.1", Port: p},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		go s.Start()
+		srvs = append(srvs, s)
+	}
+	for i, s := range srvs {
+		if !s.ReadyForConnections(20 * time.Second) {
+			stop()
+			return nil, fmt.Errorf("NATS server n%d (route port %d) did not start", i+1, ports[i])
+		}
+	}
+	t.Cleanup(stop)
+	return srvs, nil
 }
 
 func clusterURL(srvs []*server.Server) string {
@@ -133,3 +162,5 @@ func streamLeader(t testing.TB, srvs []*server.Server, stream string) *server.Se
 	t.Fatalf("stream %s has no leader", stream)
 	return nil
 }
+
+func init() { natstest.ServeIfAsked() } // a test binary started as nats-server serves and exits

@@ -9,8 +9,15 @@
 // clock is behind the old one's. Cursors this store handed out are found again by their
 // sequence; other positions (a time, a cursor of another log) by binary search.
 //
-// Reads are direct gets, answered by any replica; a node wakes its waiting readers from one
-// ordered consumer of its own (headers only), which also tells it the newest cursor.
+// A stream evtctl did not write is served too: each message is presented as a CloudEvent
+// (see Store.present), and such a node takes no events unless given a subject to publish
+// them on.
+//
+// Long reads stream from ordered consumers, short ones and lookups are direct gets (see
+// source.go); a node wakes its waiting readers from one ordered consumer of its own
+// (headers only), which also tells it the newest cursor. It works with nats-server 2.10
+// and later, using what each server line adds (batched direct gets in 2.11, atomic batch
+// publish in 2.12) when the server it is connected to has it.
 package jetstream
 
 import (
@@ -32,10 +39,13 @@ import (
 
 // Options configure a Store. Zero values take the defaults noted.
 type Options struct {
-	URL      string // NATS server URLs, comma separated
-	Stream   string // stream name; default "EVTCTL"
-	Subject  string // subject the events are published on; default "evtctl.<stream in lower case>"
-	Replicas int    // stream replicas; default 1
+	URL    string // NATS server URLs, comma separated
+	Stream string // stream name; default "EVTCTL"
+	// Subject is the subject ingested events are published on; default "evtctl.<stream in
+	// lower case>". On a stream the node does not manage, which does not take the default
+	// subject, the node takes no events unless Subject names one the stream takes.
+	Subject  string
+	Replicas int // stream replicas; default 1
 
 	// Retention, applied as the stream's limits.
 	Window       time.Duration // max age; 0: no limit
@@ -52,14 +62,29 @@ type Options struct {
 	NATSOptions []nats.Option // credentials, TLS, ...
 	Logger      *slog.Logger
 
-	// NoAtomicBatches stores the events of one Append one by one even when the stream
-	// takes atomic batches: faster on a single-replica stream (where the server stages each
-	// batch in files of its own), but not all-or-nothing.
-	NoAtomicBatches bool
+	// Batches chooses how the events of one Append are stored when the stream and the
+	// server take atomic batches (nats-server 2.12 or later); see Batches.
+	Batches Batches
 	// MaxBatches bounds the atomic batches this node has in flight at once (the server
 	// takes at most 50 per stream from all nodes together); default 8.
 	MaxBatches int
 }
+
+// Batches chooses how the events of one Append are stored.
+type Batches int
+
+const (
+	// BatchesAuto stores them as atomic batches on a replicated stream, where a batch is
+	// one proposal to the replicas (all-or-nothing, and measured faster than the events
+	// one by one), and event by event, pipelined, on a single-replica stream, where the
+	// server stages each atomic batch in files of its own (measured about a quarter
+	// slower).
+	BatchesAuto Batches = iota
+	// BatchesAtomic stores them as atomic batches: all or nothing.
+	BatchesAtomic
+	// BatchesEach stores them event by event, pipelined.
+	BatchesEach
+)
 
 const (
 	defaultStream       = "EVTCTL"
@@ -74,22 +99,36 @@ type Store struct {
 	log     *slog.Logger
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	pub     jetstream.JetStream // for asynchronous publishes, within maxInFlight
 	mux     *mux
 	subject string
-	getSubj string
-	dedupe  bool
-	atomic  atomic.Bool // the stream takes atomic batches
-	batches chan struct{}
+	// subjectGiven: Options.Subject was set, so the stream must take it
+	subjectGiven bool
+	getSubj      string
+	source       string // of the events wrapped from foreign messages
+	dedupe       bool
+	atomic       atomic.Bool // the stream takes atomic batches
+	batches      chan struct{}
+	rd           readers
+
+	capsV      atomic.Pointer[caps]
+	directOK   atomic.Bool // the stream allows direct gets
+	perSubject atomic.Bool // the stream keeps a number of messages per subject: holes are its retention
+	str        atomic.Pointer[jetstream.Stream]
+	recheck    atomic.Bool // the connection was made again: look at the server's version
 
 	tr tracker
 
-	mu      sync.Mutex
-	state   jetstream.StreamState // from the last stream info
-	created time.Time             // when the stream followed was created: another time means it was recreated
-	status  error                 // why the stream cannot serve now, from the last look; nil when it can
-	oldest  oldestCache
-	restart chan struct{} // asks the watcher to start over (the stream was recreated)
-	lookNow chan struct{} // asks the poller to look at the stream at once
+	mu       sync.Mutex
+	state    jetstream.StreamState // from the last stream info
+	created  time.Time             // when the stream followed was created: another time means it was recreated
+	status   error                 // why the stream cannot serve now, from the last look; nil when it can
+	readErr  error                 // why the last read failed; nil once one succeeds
+	refused  error                 // the server connected to is too old
+	writeErr error                 // why the node takes no events (a stream it did not write), or nil
+	oldest   oldestCache
+	restart  chan struct{} // asks the watcher to start over (the stream was recreated)
+	lookNow  chan struct{} // asks the poller to look at the stream at once
 
 	closeMu sync.RWMutex // held for reading by calls in progress, for writing by Close
 	closing atomic.Bool
@@ -108,6 +147,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Stream == "" {
 		opts.Stream = defaultStream
 	}
+	subjectGiven := opts.Subject != ""
 	if opts.Subject == "" {
 		opts.Subject = "evtctl." + strings.ToLower(opts.Stream)
 	}
@@ -140,6 +180,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		log:     opts.Logger,
 		subject: opts.Subject,
 		getSubj: "$JS.API.DIRECT.GET." + opts.Stream,
+		source:  sourceOf(opts.Stream),
 		dedupe:  opts.DedupeWindow > 0,
 		batches: make(chan struct{}, opts.MaxBatches),
 		restart: make(chan struct{}, 1),
@@ -159,10 +200,18 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			s.nc.Close()
 		}
 	}()
-	var err error
+	c, err := capsOf(s.nc.ConnectedServerVersion())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Redact(s.nc.ConnectedUrlRedacted()), err)
+	}
+	s.capsV.Store(&c)
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return nil, err
 	}
+	if s.pub, err = jetstream.New(s.nc, jetstream.WithPublishAsyncMaxPending(maxInFlight), jetstream.WithPublishAsyncTimeout(opts.Timeout)); err != nil {
+		return nil, err
+	}
+	s.subjectGiven = subjectGiven
 	if s.mux, err = newMux(s.nc); err != nil {
 		return nil, fmt.Errorf("NATS: %w", err)
 	}
@@ -198,7 +247,12 @@ func (s *Store) connect(ctx context.Context) error {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			s.log.Info("reconnected to NATS", "url", nc.ConnectedUrlRedacted())
+			s.log.Info("reconnected to NATS", "url", nc.ConnectedUrlRedacted(), "version", nc.ConnectedServerVersion())
+			s.recheck.Store(true)
+			select {
+			case s.lookNow <- struct{}{}:
+			default:
+			}
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("NATS", "err", err)
@@ -285,12 +339,12 @@ func (s *Store) loadHead(ctx context.Context) error {
 	st := info.State
 	last, ts := st.LastSeq, int64(0)
 	if last > 0 {
-		msgs, _, err := s.directGet(ctx, last, 1)
+		m, ok, err := s.first(ctx, last)
 		if err != nil {
 			return err
 		}
-		if len(msgs) > 0 && msgs[0].seq == last {
-			ts = msgs[0].ts
+		if ok && m.seq == last {
+			ts = m.ts
 		} else {
 			// Retention removed it: its stored time is all there is.
 			ts = st.LastTime.UnixNano()
@@ -312,7 +366,58 @@ func (s *Store) info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	if err != nil {
 		return nil, s.jsErr(err)
 	}
-	return str.CachedInfo(), nil
+	s.str.Store(&str)
+	info := str.CachedInfo()
+	s.noteConfig(info.Config)
+	return info, nil
+}
+
+// noteConfig notes the settings of the stream that decide how it is read.
+func (s *Store) noteConfig(cfg jetstream.StreamConfig) {
+	s.directOK.Store(cfg.AllowDirect)
+	s.perSubject.Store(cfg.MaxMsgsPerSubject > 0)
+}
+
+// streamHandle is the stream as last looked up; nil before the first look.
+func (s *Store) streamHandle() jetstream.Stream {
+	if p := s.str.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// caps is what the server connected to can do.
+func (s *Store) caps() caps { return *s.capsV.Load() }
+
+// direct reports whether the stream allows direct gets.
+func (s *Store) direct() bool { return s.directOK.Load() }
+
+// holesLost reports whether messages missing from the middle of the stream are events lost
+// to its readers (see Read).
+func (s *Store) holesLost() bool { return !s.perSubject.Load() }
+
+// refusal is why the node cannot use the server it is connected to, or nil.
+func (s *Store) refusal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// noteRead keeps the outcome of a read for /healthz: reads that fail make the node fail.
+func (s *Store) noteRead(ctx context.Context, err error) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, eventlog.ErrClosed) || errors.Is(err, context.Canceled)) {
+		return
+	}
+	s.mu.Lock()
+	prev := s.readErr
+	s.readErr = err
+	s.mu.Unlock()
+	switch {
+	case err != nil && prev == nil:
+		s.log.Warn("reading the NATS JetStream stream failed", "stream", s.opts.Stream, "err", err)
+	case err == nil && prev != nil:
+		s.log.Info("reads from the NATS JetStream stream work again", "stream", s.opts.Stream)
+	}
 }
 
 func (s *Store) setState(st jetstream.StreamState) {
@@ -323,7 +428,22 @@ func (s *Store) setState(st jetstream.StreamState) {
 
 // Describe says where the log is, for people: stream, subject, servers, replicas.
 func (s *Store) Describe() string {
-	return fmt.Sprintf("NATS JetStream stream %s (subject %s, R%d) at %s", s.opts.Stream, s.subject, s.opts.Replicas, Redact(s.nc.ConnectedUrlRedacted()))
+	subj := "subject " + s.subject + ", batches one by one"
+	if s.atomic.Load() {
+		subj = "subject " + s.subject + ", atomic batches"
+	}
+	if s.writeError() != nil {
+		subj = "read-only: a stream evtctl did not write"
+	}
+	return fmt.Sprintf("NATS JetStream stream %s (%s, R%d) at %s, nats-server %s", s.opts.Stream, subj, s.opts.Replicas,
+		Redact(s.nc.ConnectedUrlRedacted()), s.caps().version)
+}
+
+// writeError is why the node takes no events, or nil.
+func (s *Store) writeError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeErr
 }
 
 // streamStatus is what the last look at the stream found wrong, if anything.
@@ -373,8 +493,9 @@ func (s *Store) Stats() eventlog.Stats {
 	return stats
 }
 
-// Failed reports why the node cannot use the stream now (not connected, stream missing,
-// no quorum), or nil; the node's /healthz answers 503 while it is not nil.
+// Failed reports why the node cannot use the stream now (not connected, a server too old,
+// stream missing, no quorum, reads failing), or nil; the node's /healthz answers 503 while
+// it is not nil.
 func (s *Store) Failed() error {
 	if s.closing.Load() {
 		return eventlog.ErrClosed
@@ -382,7 +503,17 @@ func (s *Store) Failed() error {
 	if !s.nc.IsConnected() {
 		return unavailable("not connected to NATS")
 	}
-	return s.streamStatus()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.refused != nil:
+		return s.refused
+	case s.status != nil:
+		return s.status
+	case s.readErr != nil:
+		return fmt.Errorf("reads fail: %w", s.readErr)
+	}
+	return nil
 }
 
 // Close stops following the stream, wakes waiting readers and closes the connection.
@@ -394,6 +525,7 @@ func (s *Store) Close() error {
 	s.closeMu.Lock()
 	close(s.quit)
 	s.closeMu.Unlock()
+	s.reapReaders(true)
 	s.bg.Wait()
 	s.tr.close()
 	s.nc.Close()

@@ -37,13 +37,20 @@ func openOpts(t testing.TB, o jetstream.Options, cfg storetest.Config) *jetstrea
 	return s
 }
 
+// suiteStreams numbers the suite's streams, across runs on one server.
+var suiteStreams atomic.Int64
+
 // backend runs the shared suite on fresh streams of the servers at url.
 func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
-	var n atomic.Int64
+	n := &suiteStreams
 	var mu sync.Mutex
 	names := map[eventlog.Store]string{}
 	openNamed := func(t testing.TB, name string, cfg storetest.Config) eventlog.Store {
-		s := openOpts(t, jetstream.Options{URL: url, Stream: name, Replicas: replicas, NoAtomicBatches: !atomicBatches}, cfg)
+		b := jetstream.BatchesEach
+		if atomicBatches {
+			b = jetstream.BatchesAtomic
+		}
+		s := openOpts(t, jetstream.Options{URL: url, Stream: name, Replicas: replicas, Batches: b}, cfg)
 		mu.Lock()
 		names[s] = name
 		mu.Unlock()
@@ -65,6 +72,20 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 		Second: func(t testing.TB, s eventlog.Store, cfg storetest.Config) eventlog.Store {
 			return openNamed(t, nameOf(s), cfg)
 		},
+		// Events are lost by deleting their messages from the stream.
+		Lose: func(t testing.TB, s eventlog.Store, lost []storetest.Lost) eventlog.Store {
+			_, js := connect(t, url)
+			str, err := js.Stream(ctx, nameOf(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range lost {
+				if err := str.DeleteMsg(ctx, l.Cursor.Seq); err != nil {
+					t.Fatalf("deleting message %d: %v", l.Cursor.Seq, err)
+				}
+			}
+			return s
+		},
 	}
 }
 
@@ -73,7 +94,19 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 // the node's end-to-end tests cover atomic batches).
 func TestSuite(t *testing.T) {
 	srv := startServer(t, 0, "")
-	storetest.Run(t, backend(srv.ClientURL(), 1, false))
+	runSuite(t, srv.ClientURL(), 1, false)
+}
+
+// runSuite runs the suite twice: ascending reads through consumers, and through direct gets.
+func runSuite(t *testing.T, url string, replicas int, atomicBatches bool) {
+	t.Run("consumers", func(t *testing.T) {
+		jetstream.ReadPath(t, 1)
+		storetest.Run(t, backend(url, replicas, atomicBatches))
+	})
+	t.Run("direct", func(t *testing.T) {
+		jetstream.ReadPath(t, 1<<62)
+		storetest.Run(t, backend(url, replicas, atomicBatches))
+	})
 }
 
 func ev(i int) eventlog.Entry { return storetest.Ev(i) }
@@ -155,7 +188,7 @@ func TestCursorTimeNeverGoesBack(t *testing.T) {
 }
 
 // Messages published on the stream's subject by something other than evtctl are served
-// when they are JSON objects, and stepped over when they are not.
+// too: a CloudEvent as it is, anything else wrapped in one.
 func TestForeignMessages(t *testing.T) {
 	srv := startServer(t, 0, "")
 	s := open(t, srv.ClientURL(), "FOREIGN", storetest.Config{}, 1)
@@ -172,7 +205,8 @@ func TestForeignMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Items) != 2 || p.Items[0].Type != "org.example.nats.v1" || p.Items[1].Cursor != last || p.Items[1].Cursor.Seq != 3 {
+	if len(p.Items) != 3 || p.Items[0].Type != "org.example.nats.v1" || p.Items[1].Type != "evtctl.foreign" ||
+		!strings.Contains(string(p.Items[1].JSON), `"data":"not json"`) || p.Items[2].Cursor != last || p.Items[2].Cursor.Seq != 3 {
 		t.Fatalf("items %+v", p.Items)
 	}
 }
@@ -205,6 +239,22 @@ func TestStreamLimits(t *testing.T) {
 		}
 	}
 	check(time.Hour, 1000, 1<<20, 2*time.Minute)
+	// A single-replica stream takes batches atomically when asked, else event by event.
+	for _, b := range []struct {
+		batches jetstream.Batches
+		want    string
+	}{{jetstream.BatchesAuto, "batches one by one"}, {jetstream.BatchesEach, "batches one by one"}, {jetstream.BatchesAtomic, "atomic batches"}} {
+		o := opts
+		o.Batches = b.batches
+		s, err := jetstream.Open(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s.Describe(), b.want) {
+			t.Fatalf("batches %v on one replica: %s, want %s", b.batches, s.Describe(), b.want)
+		}
+		s.Close()
+	}
 	// A dedupe window longer than the max age is cut to it; no limits become -1.
 	opts.Window, opts.MaxItems, opts.MaxBytes, opts.DedupeWindow = time.Minute, 0, 0, 10*time.Minute
 	if s, err = jetstream.Open(ctx, opts); err != nil {
@@ -213,10 +263,10 @@ func TestStreamLimits(t *testing.T) {
 	s.Close()
 	check(time.Minute, -1, -1, time.Minute)
 
-	// Without management, a missing stream is an error that says so, at once.
-	start := time.Now()
+	// Without management, a missing stream is an error that says so, at once: not waited
+	// for until the start-up wait runs out.
 	_, err = jetstream.Open(ctx, jetstream.Options{URL: srv.ClientURL(), Stream: "MISSING"})
-	if err == nil || !strings.Contains(err.Error(), `stream "MISSING" does not exist`) || time.Since(start) > 10*time.Second {
+	if err == nil || !strings.Contains(err.Error(), `stream "MISSING" does not exist`) || strings.Contains(err.Error(), "not ready in time") {
 		t.Fatalf("opening a missing unmanaged stream: %v", err)
 	}
 	// A stream evtctl cannot read from is refused.
@@ -341,5 +391,62 @@ func TestSuiteCluster(t *testing.T) {
 		t.Skip("starts a JetStream cluster")
 	}
 	srvs := startCluster(t)
-	storetest.Run(t, backend(clusterURL(srvs), 3, true))
+	runSuite(t, clusterURL(srvs), 3, true)
+	// A replicated stream takes batches atomically unless told otherwise.
+	s := openOpts(t, jetstream.Options{URL: clusterURL(srvs), Stream: "AUTO3", Replicas: 3}, storetest.Config{})
+	defer s.Close()
+	if !strings.Contains(s.Describe(), "atomic batches") {
+		t.Fatalf("R3 with automatic batches: %s", s.Describe())
+	}
+}
+
+// Readers over messages the node knows of, which were deleted before they were read,
+// answer at once that there is nothing more (the leader says so), and a reader is told of
+// the loss once a new message follows the deleted ones.
+func TestReaderAfterDeletedTail(t *testing.T) {
+	jetstream.ReadPath(t, 1)
+	srv := startServer(t, 0, "")
+	s := open(t, srv.ClientURL(), "TAILGONE", storetest.Config{}, 1)
+	defer s.Close()
+	var cs []cursor.Cursor
+	for i := range 15 {
+		cs = append(cs, appendOne(t, s, ev(i)).Cursor)
+	}
+	_, js := connect(t, srv.ClientURL())
+	str, err := js.Stream(ctx, "TAILGONE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs[10:] {
+		if err := str.DeleteMsg(ctx, c.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each read is given a deadline far beyond its work: a read that waited for the deleted
+	// messages would end there, with an error.
+	read := func(st *jetstream.Store, q eventlog.Query) (eventlog.Page, error) {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return st.Read(rctx, q)
+	}
+	p, err := read(s, eventlog.Query{Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 10 || p.More {
+		t.Fatalf("a read to the deleted tail: %d items, more %v, %v", len(p.Items), p.More, err)
+	}
+	p, err = read(s, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 0 || p.More {
+		t.Fatalf("after the deleted tail: %d items, more %v, %v", len(p.Items), p.More, err)
+	}
+	// The same through a new reader, on another node.
+	b := open(t, srv.ClientURL(), "TAILGONE", storetest.Config{}, 1)
+	defer b.Close()
+	p, err = read(b, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 0 || p.More {
+		t.Fatalf("a new reader after the deleted tail: %d items, more %v, %v", len(p.Items), p.More, err)
+	}
+	next := appendOne(t, s, ev(20)).Cursor
+	p, err = s.Read(ctx, eventlog.Query{After: cs[9], Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != next || p.Oldest != next {
+		t.Fatalf("after the deleted tail and a new message: %+v, oldest %v, %v", p.Items, p.Oldest, err)
+	}
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
 // ensureStream makes sure the stream exists and suits evtctl. With Options.Manage it
@@ -21,7 +22,7 @@ func (s *Store) ensureStream(ctx context.Context) error {
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if !s.opts.Manage {
-			return fmt.Errorf("NATS JetStream stream %q does not exist: create it (file storage, limits retention, allow_direct, subject %q), or let evtctl manage the stream", s.opts.Stream, s.subject)
+			return fmt.Errorf("NATS JetStream stream %q does not exist: create it (file storage, limits retention, allow_direct, subject %q), or let evtctl manage the stream (--nats-manage-stream)", s.opts.Stream, s.subject)
 		}
 		cfg := s.wantConfig(jetstream.StreamConfig{
 			Name:        s.opts.Stream,
@@ -82,7 +83,7 @@ func (s *Store) wantConfig(base jetstream.StreamConfig) jetstream.StreamConfig {
 	cfg.AllowDirect = true
 	// Atomic batch publishing came with nats-server 2.12; an older server would take the
 	// batch headers for plain ones.
-	cfg.AllowAtomicPublish = s.serverAtLeast(2, 12)
+	cfg.AllowAtomicPublish = s.caps().atomic
 	return cfg
 }
 
@@ -124,42 +125,38 @@ func configDiff(have, want jetstream.StreamConfig) string {
 // checkConfig refuses a stream evtctl cannot serve from and notes what it can use.
 func (s *Store) checkConfig(cfg jetstream.StreamConfig) error {
 	name := s.opts.Stream
+	s.noteConfig(cfg)
 	if cfg.Retention != jetstream.LimitsPolicy {
-		return fmt.Errorf("NATS JetStream stream %q uses %s retention; evtctl needs limits retention (events stay until a limit removes them)", name, cfg.Retention)
+		return fmt.Errorf("NATS JetStream stream %q uses %s retention; evtctl needs limits retention (messages stay until a limit removes them, whoever reads them)", name, cfg.Retention)
 	}
 	if !cfg.AllowDirect {
-		return fmt.Errorf("NATS JetStream stream %q does not allow direct gets (allow_direct), which evtctl reads with", name)
+		s.log.Info("the NATS JetStream stream does not allow direct gets (allow_direct): short reads go through consumers and the stream leader", "stream", name)
 	}
-	if !covers(cfg.Subjects, s.subject) {
+	var writeErr error
+	switch {
+	case covers(cfg.Subjects, s.subject):
+	case s.subjectGiven:
 		return fmt.Errorf("NATS JetStream stream %q does not take subject %q (its subjects: %s)", name, s.subject, strings.Join(cfg.Subjects, ", "))
+	default:
+		writeErr = fmt.Errorf("%w: this node serves NATS JetStream stream %q, which evtctl did not write, read-only; to take events, name a subject the stream takes (--nats-subject; its subjects: %s)", eventlog.ErrReadOnly, name, strings.Join(cfg.Subjects, ", "))
+		s.log.Info("serving a stream evtctl did not write; events are presented as CloudEvents, and ingest is off", "stream", name, "subjects", strings.Join(cfg.Subjects, ", "))
 	}
+	s.mu.Lock()
+	s.writeErr = writeErr
+	s.mu.Unlock()
 	if cfg.Storage == jetstream.MemoryStorage {
 		s.log.Warn("the NATS JetStream stream keeps its messages in memory: the log does not survive a restart of the NATS servers", "stream", name)
 	}
-	if s.dedupe && cfg.Duplicates < s.opts.DedupeWindow && !s.opts.Manage {
+	if s.dedupe && writeErr == nil && cfg.Duplicates < s.opts.DedupeWindow && !s.opts.Manage {
 		s.log.Warn("the stream's duplicates window is shorter than --dedupe-window", "stream", name, "duplicates", cfg.Duplicates)
 	}
-	s.atomic.Store(cfg.AllowAtomicPublish && !s.opts.NoAtomicBatches)
-	if !cfg.AllowAtomicPublish && !s.opts.NoAtomicBatches {
+	canAtomic := cfg.AllowAtomicPublish && s.caps().atomic
+	want := s.opts.Batches == BatchesAtomic || s.opts.Batches == BatchesAuto && max(cfg.Replicas, 1) > 1
+	s.atomic.Store(canAtomic && want)
+	if !canAtomic && s.opts.Batches == BatchesAtomic && writeErr == nil {
 		s.log.Warn("the NATS JetStream stream does not take atomic batches (allow_atomic; nats-server 2.12 or later): a batch of events is stored event by event, not all-or-nothing", "stream", name)
 	}
 	return nil
-}
-
-// serverAtLeast reports whether the NATS server this store is connected to is at least
-// version major.minor.
-func (s *Store) serverAtLeast(major, minor int) bool {
-	v := strings.TrimPrefix(s.nc.ConnectedServerVersion(), "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }
 
 // covers reports whether one of the subject patterns matches subject.

@@ -228,6 +228,13 @@ func (s *Store) poll() {
 }
 
 func (s *Store) look(ctx context.Context, seen *uint64) {
+	s.reapReaders(false)
+	if s.recheck.Swap(false) {
+		s.checkVersion()
+	}
+	if s.refusal() != nil {
+		return // a server too old is not touched: no stream is created or followed on it
+	}
 	info, err := s.info(ctx)
 	if err != nil {
 		s.setStatus(err)
@@ -257,9 +264,9 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 	case st.LastSeq > last && last == *seen:
 		// The ordered consumer has not moved for a whole poll while the stream did (it is
 		// starting over on another server): take the head from the stream.
-		msgs, _, err := s.directGet(ctx, st.LastSeq, 1)
-		if err == nil && len(msgs) == 1 && msgs[0].seq == st.LastSeq {
-			s.tr.note(msgs[0].seq, msgs[0].ts, true)
+		m, ok, err := s.first(ctx, st.LastSeq)
+		if err == nil && ok && m.seq == st.LastSeq {
+			s.tr.note(m.seq, m.ts, true)
 		}
 	}
 	*seen, _ = s.tr.head()
@@ -269,10 +276,36 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 	if stale {
 		_, _, _ = s.refreshOldest(ctx)
 	}
+	// Reads are what the node is for: try one, so that /healthz fails when they do.
+	if st.LastSeq > 0 && s.refusal() == nil {
+		_, _, err := s.first(ctx, st.LastSeq)
+		s.noteRead(ctx, err)
+	}
+}
+
+// checkVersion looks at the version of the server the connection is made to (again).
+func (s *Store) checkVersion() {
+	c, err := capsOf(s.nc.ConnectedServerVersion())
+	if err != nil {
+		err = unavailable("%s: %v", Redact(s.nc.ConnectedUrlRedacted()), err)
+		c = caps{version: c.version}
+	}
+	s.capsV.Store(&c)
+	s.mu.Lock()
+	prev := s.refused
+	s.refused = err
+	s.mu.Unlock()
+	switch {
+	case err != nil && prev == nil:
+		s.log.Error("the NATS server connected to is too old: the node refuses reads and events until it is connected to a newer one", "err", err)
+	case err == nil:
+		s.log.Info("connected to NATS", "version", c.version, "batched_gets", c.batchGet, "atomic_batches", c.atomic)
+	}
 }
 
 // startOver follows a stream that was recreated: its sequences begin again at 1.
 func (s *Store) startOver(ctx context.Context) {
+	s.reapReaders(true) // they read the old stream
 	if err := s.loadHead(ctx); err != nil {
 		return // the next look tries again
 	}
@@ -335,15 +368,15 @@ func (s *Store) oldestFor(ctx context.Context, last uint64) (uint64, cursor.Curs
 // refreshOldest looks the oldest message up: the first at or after sequence 1.
 func (s *Store) refreshOldest(ctx context.Context) (uint64, cursor.Cursor, error) {
 	head, _ := s.tr.head()
-	msgs, _, err := s.directGet(ctx, 1, 1)
+	m, ok, err := s.first(ctx, 1)
 	if err != nil {
 		return 0, cursor.Cursor{}, err
 	}
 	o := oldestCache{head: head, at: time.Now()}
-	if len(msgs) == 0 {
+	if !ok {
 		o.seq, o.empty = head+1, true
 	} else {
-		o.seq, o.ts = msgs[0].seq, msgs[0].ts
+		o.seq, o.ts = m.seq, m.ts
 	}
 	s.mu.Lock()
 	s.oldest = o

@@ -33,6 +33,16 @@ type Backend struct {
 	// Second, when set, opens another store on the same log as s: a second node in front
 	// of a shared log.
 	Second func(t testing.TB, s eventlog.Store, cfg Config) eventlog.Store
+	// Lose, when set, makes the given events of s lost from the middle of the log, as the
+	// backend loses events (the embedded log: records damaged on disk; a stream: messages
+	// deleted), and returns the store to read from (s, or s reopened).
+	Lose func(t testing.TB, s eventlog.Store, lost []Lost) eventlog.Store
+}
+
+// Lost is an event a test makes lost.
+type Lost struct {
+	Cursor cursor.Cursor
+	Entry  eventlog.Entry
 }
 
 // Run runs the suite against b.
@@ -53,6 +63,8 @@ func Run(t *testing.T, b Backend) {
 		{"ConcurrentAppendAndRead", testConcurrent},
 		{"Reopen", testReopen},
 		{"SecondStore", testSecond},
+		{"Budget", testBudget},
+		{"LossInTheMiddle", testLoss},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, b) })
@@ -625,4 +637,171 @@ func testSecond(t *testing.T, b Backend) {
 	if want := append(slices.Clone(cs), r[1].Cursor); !slices.Equal(seen, want) {
 		t.Fatalf("a reader moving between the stores saw %d events, want %d", len(seen), len(want))
 	}
+}
+
+// testBudget reads with a budget of records to examine: a read stops after that many, with
+// More and Resume at the last record examined, and reads that go on from Resume together
+// find what one read without a budget finds.
+func testBudget(t *testing.T, b Backend) {
+	s := open(t, b, Config{})
+	cs := appendN(t, s, 0, 300, 50)
+	for _, asc := range []bool{true, false} {
+		var want []cursor.Cursor
+		for i, c := range cs {
+			if i%3 == 0 {
+				want = append(want, c)
+			}
+		}
+		if !asc {
+			slices.Reverse(want)
+		}
+		var got []cursor.Cursor
+		q := eventlog.Query{Max: 1000, Ascending: asc, Match: isDeleted, Budget: 25}
+		steps := 0
+		for {
+			p := read(t, s, q)
+			steps++
+			if len(p.Items) > 9 {
+				t.Fatalf("ascending %v: a read with a budget of 25 records found %d of every third", asc, len(p.Items))
+			}
+			for _, it := range p.Items {
+				got = append(got, it.Cursor)
+			}
+			if !p.More {
+				if !p.Resume.IsZero() {
+					t.Fatalf("ascending %v: the last read has Resume %v", asc, p.Resume)
+				}
+				break
+			}
+			if p.Resume.IsZero() {
+				t.Fatalf("ascending %v: a read stopped by its budget has no Resume", asc)
+			}
+			if n := len(p.Items); n > 0 && (asc && p.Resume.Before(p.Items[n-1].Cursor) || !asc && p.Resume.After(p.Items[n-1].Cursor)) {
+				t.Fatalf("ascending %v: Resume %v is before the last item %v", asc, p.Resume, p.Items[n-1].Cursor)
+			}
+			if asc {
+				q.After = p.Resume
+			} else {
+				q.Before = p.Resume
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ascending %v: reads from Resume found %d items, want %d", asc, len(got), len(want))
+		}
+		if steps < 12 || steps > 13 {
+			t.Fatalf("ascending %v: %d reads of 25 records for 300 records", asc, steps)
+		}
+	}
+	// A range of exactly the budget: no More, no Resume.
+	p := read(t, s, eventlog.Query{After: cs[274], Max: 1000, Ascending: true, Match: isDeleted, Budget: 25})
+	if p.More || !p.Resume.IsZero() || len(p.Items) != 8 {
+		t.Fatalf("the last 25 records with a budget of 25: %d items, more %v, resume %v", len(p.Items), p.More, p.Resume)
+	}
+	// A full page is not a stop for the budget: no Resume.
+	p = read(t, s, eventlog.Query{Max: 5, Ascending: true, Budget: 100})
+	if len(p.Items) != 5 || !p.More || !p.Resume.IsZero() {
+		t.Fatalf("a full page within the budget: %d items, more %v, resume %v", len(p.Items), p.More, p.Resume)
+	}
+	// Without a filter every record examined is an item.
+	for _, asc := range []bool{true, false} {
+		p = read(t, s, eventlog.Query{Max: 100, Ascending: asc, Budget: 10})
+		if len(p.Items) != 10 || !p.More || p.Resume != p.Items[9].Cursor {
+			t.Fatalf("ascending %v, no filter, a budget of 10: %d items, more %v, resume %v", asc, len(p.Items), p.More, p.Resume)
+		}
+	}
+}
+
+// testLoss loses events in the middle of the log and checks that readers are told, once
+// for each range they cross, and read every event that is left once.
+func testLoss(t *testing.T, b Backend) {
+	if b.Lose == nil {
+		t.Skip("the backend cannot lose events in the middle of a log")
+	}
+	s := b.Open(t, Config{})
+	defer func() { s.Close() }()
+	cs := appendN(t, s, 0, 100, 10)
+	var lost []Lost
+	gone := map[int]bool{}
+	for _, i := range []int{40, 41, 42, 43, 44, 70} {
+		lost = append(lost, Lost{cs[i], Ev(i)})
+		gone[i] = true
+	}
+	s = b.Lose(t, s, lost)
+	var kept []cursor.Cursor
+	for i, c := range cs {
+		if !gone[i] {
+			kept = append(kept, c)
+		}
+	}
+
+	// A reader paging forward, as the client does: told of each lost range once, exactly
+	// where it crosses it.
+	for _, filtered := range []bool{false, true} {
+		var got, wantItems []cursor.Cursor
+		for i, c := range cs {
+			if !gone[i] && (!filtered || i%3 == 0) {
+				wantItems = append(wantItems, c)
+			}
+		}
+		var told []cursor.Cursor // Oldest, when it says events were lost
+		var last cursor.Cursor
+		q := eventlog.Query{Max: 10, Ascending: true}
+		if filtered {
+			q.Match = isDeleted
+		}
+		for range 100 {
+			p := read(t, s, q)
+			if !last.IsZero() && cursor.Lost(last.String(), p.Oldest.String()) {
+				told = append(told, p.Oldest)
+			}
+			for _, it := range p.Items {
+				got = append(got, it.Cursor)
+				last = it.Cursor
+			}
+			if !p.Resume.IsZero() && p.Resume.After(last) {
+				last = p.Resume
+			}
+			if !p.More {
+				break
+			}
+			q.After = last
+		}
+		if !slices.Equal(got, wantItems) {
+			t.Fatalf("filtered %v: a forward walk found %v, want %v", filtered, got, wantItems)
+		}
+		if len(told) != 2 || told[0] != cs[45] || told[1] != cs[71] {
+			t.Fatalf("filtered %v: the walk was told of losses at %v, want at %v and %v", filtered, told, cs[45], cs[71])
+		}
+	}
+	// A forward read stops short of a lost range, at the record before it.
+	p := read(t, s, eventlog.Query{After: cs[20], Max: 100, Ascending: true, Match: isDeleted})
+	if !p.More || !p.AtLoss || p.Resume != cs[39] {
+		t.Fatalf("a filtered read towards a lost range: more %v, at loss %v, resume %v; want to stop at %v", p.More, p.AtLoss, p.Resume, cs[39])
+	}
+	// A read after the record before a lost range starts after it and says so.
+	p = read(t, s, eventlog.Query{After: cs[39], Max: 3, Ascending: true})
+	if len(p.Items) != 3 || p.Items[0].Cursor != cs[45] || p.Oldest != cs[45] {
+		t.Fatalf("after the record before a lost range: %d items from %v, oldest %v; want from %v", len(p.Items), first(p.Items), p.Oldest, cs[45])
+	}
+	// Newest first, a read that reaches a lost range stops at it: the log begins above it.
+	p = read(t, s, eventlog.Query{Max: 100})
+	if len(p.Items) != 29 || p.More || p.Oldest != cs[71] || p.Items[28].Cursor != cs[71] {
+		t.Fatalf("newest first to a lost range: %d items, more %v, oldest %v; want 29 down to %v", len(p.Items), p.More, p.Oldest, cs[71])
+	}
+	p = read(t, s, eventlog.Query{Before: cs[71], Max: 100})
+	if len(p.Items) != 0 || p.More || p.Oldest != cs[71] {
+		t.Fatalf("newest first before the record above a lost range: %d items, more %v, oldest %v", len(p.Items), p.More, p.Oldest)
+	}
+	// Between the lost ranges, newest first.
+	p = read(t, s, eventlog.Query{Before: cs[60], After: cs[50], Max: 100})
+	if len(p.Items) != 9 || p.More {
+		t.Fatalf("newest first between lost ranges: %d items, more %v", len(p.Items), p.More)
+	}
+}
+
+func first(items []eventlog.Item) cursor.Cursor {
+	if len(items) == 0 {
+		return cursor.Cursor{}
+	}
+	return items[0].Cursor
 }

@@ -1,6 +1,9 @@
 package storetest_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -50,6 +53,38 @@ func TestEmbeddedLog(t *testing.T) {
 					dir := dirs[s]
 					mu.Unlock()
 					return open(t, cfg, dir)
+				}
+				// Events are lost by flipping a byte of their records on disk while the log
+				// is closed.
+				b.Lose = func(t testing.TB, s eventlog.Store, lost []storetest.Lost) eventlog.Store {
+					if err := s.Close(); err != nil {
+						t.Fatal(err)
+					}
+					mu.Lock()
+					dir := dirs[s]
+					mu.Unlock()
+					segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+					for _, l := range lost {
+						found := false
+						for _, seg := range segs {
+							b, err := os.ReadFile(seg)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if i := bytes.Index(b, l.Entry.JSON); i >= 0 {
+								b[i+len(l.Entry.JSON)/2] ^= 0x5a
+								if err := os.WriteFile(seg, b, 0o600); err != nil {
+									t.Fatal(err)
+								}
+								found = true
+								break
+							}
+						}
+						if !found {
+							t.Fatalf("the record of %s is in no segment file", l.Entry.ID)
+						}
+					}
+					return open(t, storetest.Config{}, dir)
 				}
 			}
 			storetest.Run(t, b)

@@ -1,0 +1,304 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// GoalJetStreamRatio is what an evtctl node on JetStream aims at beside the Go client on
+// the same server: ingest and replay at least this share of the client's rate.
+const GoalJetStreamRatio = 0.8
+
+// JetStreamConfig configures JetStream.
+type JetStreamConfig struct {
+	Version  string
+	Progress func(line string)
+
+	URL         string // the NATS servers
+	NATSOptions []nats.Option
+	Replicas    int // of each stream; default 1
+	Events      int // default 100,000
+	EventSize   int
+	BatchSize   int // events per ingest request to the node; default 1000
+	Producers   int // ingest requests in flight to the node; default 1 (as evtctl emit)
+	Runs        int
+	// StartNode starts an evtctl node on stream (created and managed by the node) and
+	// returns its URL and how to stop it.
+	StartNode func(ctx context.Context, stream string) (url string, stop func() error, err error)
+}
+
+// JetStream measures an evtctl node on NATS JetStream beside the NATS Go client on the same
+// server, in the same run: the client publishes the events asynchronously (nats.go's
+// default bound on acknowledgements in flight) and reads them back with an ordered
+// consumer; the node takes the same events over HTTP in batches, as evtctl emit --mode
+// batch sends them, and serves them to a chronological replay rendered as evtctl replay
+// -o jsonl renders it. Each run uses new streams, deleted afterwards. Reports each rate
+// (median over the runs) and the node's rate as a share of the client's.
+func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
+	if cfg.Events <= 0 {
+		cfg.Events = 100_000
+	}
+	if cfg.EventSize <= 0 {
+		cfg.EventSize = DefaultEventSize
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1000
+	}
+	if cfg.Producers <= 0 {
+		cfg.Producers = 1
+	}
+	if cfg.Runs <= 0 {
+		cfg.Runs = 1
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	progress := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf(format, args...))
+		}
+	}
+	r := &Report{Bench: "jetstream", Env: Environment{
+		EvtctlVersion: cfg.Version, GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), NodeURL: cfg.URL, NodeKind: "nats",
+		Started: time.Now().UTC().Truncate(time.Millisecond), LoadBefore: loadAverage(),
+	}}
+	nc, err := nats.Connect(cfg.URL, append([]nats.Option{nats.Name("evtctl bench jetstream")}, cfg.NATSOptions...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS at %s: %w", cfg.URL, err)
+	}
+	defer nc.Close()
+	r.Env.NodeVersion = "nats-server " + nc.ConnectedServerVersion()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	r.param("events", cfg.Events, "events")
+	r.param("event_size", cfg.EventSize, "bytes")
+	r.param("batch_size", cfg.BatchSize, "events")
+	r.param("producers", cfg.Producers, "requests in flight")
+	r.param("replicas", cfg.Replicas, "replicas")
+	r.param("runs", cfg.Runs, "runs")
+
+	var rawIn, nodeIn, rawOut, nodeOut, inRatio, outRatio []float64
+	for run := 1; run <= cfg.Runs && ctx.Err() == nil; run++ {
+		id := newRunID()
+		maker, err := newEventMaker(cfg.EventSize, id)
+		if err != nil {
+			return nil, err
+		}
+		rawStream, nodeStream := "EVTCTL_BENCH_RAW_"+id, "EVTCTL_BENCH_NODE_"+id
+
+		progress("jetstream: run %d of %d: Go client, async publish", run, cfg.Runs)
+		ri, err := rawPublish(ctx, js, rawStream, cfg, maker)
+		if err == nil {
+			progress("jetstream: run %d of %d: Go client, ordered consumer", run, cfg.Runs)
+			var ro float64
+			if ro, err = rawRead(ctx, js, rawStream, cfg.Events); err == nil {
+				rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
+			}
+		}
+		_ = js.DeleteStream(context.WithoutCancel(ctx), rawStream)
+		if err != nil {
+			return partial(ctx, r, err)
+		}
+
+		progress("jetstream: run %d of %d: evtctl node, ingest", run, cfg.Runs)
+		ni, no, err := nodeRun(ctx, cfg, nodeStream, maker, progress)
+		_ = js.DeleteStream(context.WithoutCancel(ctx), nodeStream)
+		if err != nil {
+			return partial(ctx, r, err)
+		}
+		nodeIn, nodeOut = append(nodeIn, ni), append(nodeOut, no)
+		inRatio, outRatio = append(inRatio, ni/rawIn[len(rawIn)-1]), append(outRatio, no/rawOut[len(rawOut)-1])
+	}
+	r.finish(ctx)
+	if len(nodeOut) == 0 {
+		return r, ctx.Err()
+	}
+	r.figure("client_ingest_events_per_second", median(rawIn), "events/s")
+	r.figure("node_ingest_events_per_second", median(nodeIn), "events/s")
+	r.goal("ingest_ratio", median(inRatio), "×", ">=", GoalJetStreamRatio)
+	r.figure("client_replay_events_per_second", median(rawOut), "events/s")
+	r.figure("node_replay_events_per_second", median(nodeOut), "events/s")
+	r.goal("replay_ratio", median(outRatio), "×", ">=", GoalJetStreamRatio)
+	if len(inRatio) > 1 {
+		r.figure("ingest_ratio_min", slices.Min(inRatio), "×")
+		r.figure("ingest_ratio_max", slices.Max(inRatio), "×")
+		r.figure("replay_ratio_min", slices.Min(outRatio), "×")
+		r.figure("replay_ratio_max", slices.Max(outRatio), "×")
+	}
+	r.note("ratios are the median of each run's node rate over the client's rate in that run")
+	return r, ctx.Err()
+}
+
+func partial(ctx context.Context, r *Report, err error) (*Report, error) {
+	if interrupted(ctx, err) {
+		r.finish(ctx)
+		return r, ctx.Err()
+	}
+	return nil, err
+}
+
+// streamConfig is the stream a node makes with its default flags: file storage, limits
+// retention, a week's max age, 1 GiB, a 10-minute duplicates window, direct gets.
+func streamConfig(name string, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: name, Subjects: []string{"evtctl." + name}, Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Replicas: replicas, MaxAge: 7 * 24 * time.Hour, MaxBytes: 1 << 30, MaxMsgs: -1, Duplicates: 10 * time.Minute,
+		Discard: jetstream.DiscardOld, AllowDirect: true,
+	}
+}
+
+// rawPublish publishes the events with the Go client's asynchronous publish, each with a
+// message id (as the node sends them, for duplicate suppression), and returns events/s.
+func rawPublish(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m *eventMaker) (float64, error) {
+	sc := streamConfig(stream, cfg.Replicas)
+	if _, err := js.CreateStream(ctx, sc); err != nil {
+		return 0, fmt.Errorf("creating stream %s: %w", stream, err)
+	}
+	subject := sc.Subjects[0]
+	bodies := make([][]byte, cfg.Events)
+	for i := range bodies {
+		bodies[i] = m.appendEvent(make([]byte, 0, m.size), uint64(i+1))
+	}
+	start := time.Now()
+	for i, b := range bodies {
+		msg := &nats.Msg{Subject: subject, Data: b, Header: nats.Header{"Nats-Msg-Id": []string{"k:" + eventSource + " " + m.id(uint64(i+1))}}}
+		if _, err := js.PublishMsgAsync(msg); err != nil {
+			return 0, err
+		}
+		if i%4096 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(time.Minute):
+		return 0, errors.New("the Go client's publishes were not all acknowledged within a minute")
+	}
+	d := time.Since(start)
+	info, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	if got := info.CachedInfo().State.Msgs; got != uint64(cfg.Events) {
+		return 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Events)
+	}
+	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+}
+
+// rawRead reads the stream with an ordered consumer of the client's default settings.
+func rawRead(ctx context.Context, js jetstream.JetStream, stream string, n int) (float64, error) {
+	start := time.Now()
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	for i := 0; i < n; i++ {
+		m, err := it.Next()
+		if err != nil {
+			return 0, err
+		}
+		if len(m.Data()) == 0 {
+			return 0, errors.New("an empty message")
+		}
+		if i%4096 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	return float64(n) / max(time.Since(start).Seconds(), 1e-9), nil
+}
+
+// nodeRun starts a node on stream, sends it the events and replays them.
+func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMaker, progress func(string, ...any)) (in, out float64, err error) {
+	url, stop, err := cfg.StartNode(ctx, stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	t := Target{URL: url}
+	p, err := newPoster(t, cfg.Version, cfg.Producers)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.close()
+	batches := make([][]byte, 0, cfg.Events/cfg.BatchSize+1)
+	for f := 1; f <= cfg.Events; f += cfg.BatchSize {
+		n := min(cfg.BatchSize, cfg.Events-f+1)
+		batches = append(batches, m.appendBatch(nil, uint64(f), n))
+	}
+	var first, last string
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	next := make(chan int, len(batches))
+	for i := range batches {
+		next <- i
+	}
+	close(next)
+	cursors := make([][2]string, len(batches))
+	for range cfg.Producers {
+		g.Go(func() error {
+			for i := range next {
+				reply, err := p.postRetry(gctx, ctBatch, batches[i], nil)
+				if err != nil {
+					return err
+				}
+				cs := ackedCursors(reply)
+				if len(cs) == 0 {
+					return fmt.Errorf("the node acknowledged a batch without cursors: %s", truncate(reply, 120))
+				}
+				cursors[i] = [2]string{slices.Min(cs), slices.Max(cs)}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	in = float64(cfg.Events) / max(time.Since(start).Seconds(), 1e-9)
+	for _, c := range cursors {
+		if first == "" || c[0] < first {
+			first = c[0]
+		}
+		last = max(last, c[1])
+	}
+	progress("jetstream: evtctl node, replay")
+	c, closeClient, err := newClient(t, cfg.Version)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeClient()
+	var from client.Position
+	if fc, err := cursor.Parse(first); err == nil {
+		if pc, ok := fc.Prev(); ok {
+			from = client.Position{Cursor: pc.String()}
+		}
+	}
+	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, client.Position{Cursor: last})
+	if err != nil {
+		return 0, 0, err
+	}
+	if n != cfg.Events {
+		return 0, 0, fmt.Errorf("the node replayed %d events of %d", n, cfg.Events)
+	}
+	return in, float64(n) / max(d.Seconds(), 1e-9), nil
+}
