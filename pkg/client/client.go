@@ -50,9 +50,9 @@ type Client struct {
 	ua       string
 	hc       *http.Client
 	id       atomic.Int64
-	kind     atomic.Int32 // a Kind, learned from the node's replies
+	kind     atomic.Int32           // a Kind, learned from the node's replies
 	stream   atomic.Pointer[string] // the path of the node's stream, when it advertises one
-	answered atomic.Bool  // the node has answered the events method in this process
+	answered atomic.Bool            // the node has answered the events method in this process
 }
 
 // Answered reports whether the node has answered a call of the events method with a result

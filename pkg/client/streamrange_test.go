@@ -266,8 +266,8 @@ func FuzzStreamItem(f *testing.F) {
 
 func TestStreamItemParts(t *testing.T) {
 	for _, tc := range []struct {
-		line         string
-		ok           bool
+		line        string
+		ok          bool
 		event, data string
 	}{
 		{`{"cursor":"18ea6461241d1dcb-0000000000000001","event":"a.b","data":{"x":1}}`, true, "a.b", `{"x":1}`},
