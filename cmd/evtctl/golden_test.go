@@ -180,7 +180,8 @@ func golden(t *testing.T, name, got string) {
 // and the same as it was: each line one item, with stored JSON that holds newlines and
 // spaces compacted onto it, and everything else exactly as the node stored it.
 func TestReplayGolden(t *testing.T) {
-	url := fixtureNode(t, nil)
+	stream := fixtureNode(t, nil)
+	paged := fixtureNode(t, hideStream) // as a node from before the stream
 	cases := []struct {
 		golden string
 		args   []string
@@ -195,7 +196,11 @@ func TestReplayGolden(t *testing.T) {
 		{"tail_data.golden", []string{"tail", "--from-start", "--until-caught-up", "-o", "data"}},
 	}
 	for _, tc := range cases {
-		for _, page := range []string{"", "1", "4"} {
+		for _, page := range []string{"", "1", "4", "paged", "paged1"} {
+			url := stream
+			if rest, ok := strings.CutPrefix(page, "paged"); ok {
+				url, page = paged, rest
+			}
 			args := append([]string{"--node", url}, tc.args...)
 			if page != "" {
 				args = append(args, "--page-size", page)
@@ -207,7 +212,30 @@ func TestReplayGolden(t *testing.T) {
 			if page != "" && os.Getenv("EVTCTL_UPDATE_GOLDEN") == "1" {
 				continue // the golden files come from the default page size
 			}
-			t.Run(tc.golden+"/page="+page, func(t *testing.T) { golden(t, tc.golden, out) })
+			t.Run(tc.golden+"/"+url+"/page="+page, func(t *testing.T) { golden(t, tc.golden, out) })
 		}
 	}
+}
+
+// hideStream stands for a node that has no stream: it neither advertises nor serves it.
+func hideStream(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == server.StreamPath {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(noStreamWriter{w}, r)
+	})
+}
+
+type noStreamWriter struct{ http.ResponseWriter }
+
+func (w noStreamWriter) WriteHeader(code int) {
+	w.Header().Del(server.StreamHeader)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w noStreamWriter) Write(b []byte) (int, error) {
+	w.Header().Del(server.StreamHeader)
+	return w.ResponseWriter.Write(b)
 }
