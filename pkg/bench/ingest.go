@@ -22,8 +22,8 @@ const (
 	// GoalReplayTransportRatio bounds a replay's time against fetching the same bytes from
 	// a loopback file server.
 	GoalReplayTransportRatio = 2.5
-	GoalPollersMemoryMB       = 100 // added by 10,000 idle pollers
-	GoalPollersWakeP99Ms      = 200
+	GoalPollersMemoryMB      = 100 // added by 10,000 idle pollers
+	GoalPollersWakeP99Ms     = 200
 )
 
 // KindError says a bench cannot run against this kind of node.
