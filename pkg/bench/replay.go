@@ -280,10 +280,8 @@ func replayOnce(ctx context.Context, c *client.Client, cfg ReplayConfig, query s
 	n := 0
 	start := time.Now()
 	err = c.Range(ctx, client.RangeOptions{Query: query, From: from, To: to, PageSize: cfg.PageSize, ReuseMemory: true, Paged: paged}, func(items []client.Item) error {
-		for _, it := range items {
-			if err := rd.Item(it); err != nil {
-				return err
-			}
+		if err := rd.Items(items); err != nil {
+			return err
 		}
 		n += len(items)
 		return rd.Flush()
