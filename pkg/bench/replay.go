@@ -125,7 +125,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	if info.Kind == KindEvtctl {
 		passes = append(passes, &pass{name: "paged", paged: true, want: wantAll})
 	}
-	hc := &http.Client{Timeout: 10 * time.Second}
+	scrapes := &http.Transport{Proxy: nil}
+	defer scrapes.CloseIdleConnections()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: scrapes}
 	nodeCPU := func() (float64, bool) {
 		if cfg.Target.Embedded == "in-process" {
 			return 0, false // the node's CPU is this process's
