@@ -246,8 +246,12 @@ func newCmdBenchReplay(bo *benchOptions) *cobra.Command {
 		Long: `Load --events events into the node (straight into its log with --embedded, else through its
 ingest endpoint), then replay them oldest first as evtctl replay -o jsonl does (pages of
 --page-size, the next fetched while the current one is written; the lines go nowhere) and
-report events/s and MB/s of JSON lines. Then replay them with a filter that exactly 1% of
-them match, and check both counts. --runs repeats both; the median is reported.
+report events/s and MB/s of JSON lines, and the CPU used per event by this process and (from
+its /metrics, when it runs in a process of its own) by the node. Then replay them with a filter
+that exactly 1% of them match, and check both counts; on an evtctl node, also paged as from a
+node without its stream. --runs repeats each; the median is reported. Last, the same bytes are
+served as one file by a loopback server of the bench's own and fetched by curl (or Go's HTTP
+client without curl): the transport's limit, and the replay's time as a multiple of it.
 
 With --node nothing is loaded unless --events says how many (a node of someone else's should
 not get a million test events by surprise): what the node holds is replayed, and the

@@ -258,10 +258,8 @@ func streamResult(ctx context.Context, err error) error {
 
 // writeItems renders items and flushes them: one write per delivered batch.
 func writeItems(r *render.Renderer, items []client.Item) error {
-	for _, it := range items {
-		if err := r.Item(it); err != nil {
-			return err
-		}
+	if err := r.Items(items); err != nil {
+		return err
 	}
 	return r.Flush()
 }

@@ -14,9 +14,16 @@ import (
 const (
 	GoalIngestEventsPerSecond = 150_000 // batched durable ingest
 	GoalTailP99Ms             = 2       // at 1,000 events/s
-	GoalReplayEventsPerSecond = 500_000
-	GoalPollersMemoryMB       = 100 // added by 10,000 idle pollers
-	GoalPollersWakeP99Ms      = 200
+	GoalReplayEventsPerSecond = 1_000_000
+	// GoalReplayClientCPU and GoalReplayNodeCPU are the CPU a replay may cost per event,
+	// in µs, in the client and in the node.
+	GoalReplayClientCPU = 1.0
+	GoalReplayNodeCPU   = 0.7
+	// GoalReplayTransportRatio bounds a replay's time against fetching the same bytes from
+	// a loopback file server.
+	GoalReplayTransportRatio = 2.5
+	GoalPollersMemoryMB      = 100 // added by 10,000 idle pollers
+	GoalPollersWakeP99Ms     = 200
 )
 
 // KindError says a bench cannot run against this kind of node.

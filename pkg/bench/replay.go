@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,9 @@ type ReplayConfig struct {
 	// Query is the filter of the filtered pass when Events is 0 (nothing to choose 1% of);
 	// without it that pass is skipped.
 	Query string
+	// NoTransport skips the transport's figure (which keeps the lines of a run in a
+	// temporary file).
+	NoTransport bool
 }
 
 // Replay measures catch-up: a chronological client.Range over the events, each rendered as
@@ -100,28 +105,61 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	}
 
 	type pass struct {
-		name   string
-		query  string
-		want   int
-		events []float64 // events/s per run
-		mbps   []float64
-		secs   []float64
-		count  int
-		bytes  int64
+		name    string
+		query   string
+		paged   bool
+		want    int
+		events  []float64 // events/s per run
+		mbps    []float64
+		secs    []float64
+		client  []float64 // CPU µs per event, this process
+		node    []float64 // CPU µs per event, the node's process
+		count   int
+		bytes   int64
+		written string // a file of the lines, for the transport's figure
 	}
 	passes := []*pass{{name: "all", want: wantAll}}
 	if query != "" {
 		passes = append(passes, &pass{name: "filtered", query: query, want: wantRare})
 	}
+	if info.Kind == KindEvtctl {
+		passes = append(passes, &pass{name: "paged", paged: true, want: wantAll})
+	}
+	scrapes := &http.Transport{Proxy: nil}
+	defer scrapes.CloseIdleConnections()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: scrapes}
+	nodeCPU := func() (float64, bool) {
+		if cfg.Target.Embedded == "in-process" {
+			return 0, false // the node's CPU is this process's
+		}
+		return cpuSeconds(ctx, hc, cfg.Target, nil)
+	}
+	defer func() {
+		for _, ps := range passes {
+			if ps.written != "" {
+				os.Remove(ps.written)
+			}
+		}
+	}()
 	for run := 1; run <= cfg.Runs && ctx.Err() == nil; run++ {
 		for _, ps := range passes {
 			cfg.progress("replay: run %d of %d, %s events", run, cfg.Runs, ps.name)
-			n, bytes, d, err := replayOnce(ctx, c, cfg, ps.query, from, to)
+			n0, nodeOK := nodeCPU()
+			c0, clientOK := processCPU()
+			n, bytes, d, err := replayOnce(ctx, c, cfg, ps.query, from, to, ps.paged, nil)
+			c1, _ := processCPU()
+			n1, nodeOK1 := nodeCPU()
 			if err != nil {
 				if interrupted(ctx, err) {
 					break
 				}
 				return nil, err
+			}
+			if clientOK && n > 0 {
+				ps.client = append(ps.client, float64(c1-c0)/float64(time.Microsecond)/float64(n))
+			}
+			if nodeOK && nodeOK1 && n > 0 && ps.name != "filtered" {
+				ps.node = append(ps.node, (n1-n0)*1e6/float64(n))
 			}
 			if ps.want >= 0 && n != ps.want {
 				return nil, fmt.Errorf("replay (%s) delivered %d events, want %d", ps.name, n, ps.want)
@@ -134,6 +172,28 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			ps.events = append(ps.events, float64(scanned)/max(d.Seconds(), 1e-9))
 			ps.mbps = append(ps.mbps, float64(bytes)/1e6/max(d.Seconds(), 1e-9))
 			ps.secs = append(ps.secs, d.Seconds())
+		}
+	}
+	// The transport's limit: the same bytes as one file from a loopback server, fetched by a
+	// plain HTTP client (curl when there is one), in the same run.
+	var transport []float64
+	var fetcher string
+	if all := passes[0]; !cfg.NoTransport && len(all.secs) > 0 && ctx.Err() == nil {
+		cfg.progress("replay: writing the lines to a file")
+		if err := keepLines(ctx, c, cfg, from, to, all.bytes, &all.written); err != nil {
+			r.note("the transport's figure could not be measured: %v", err)
+			all.written = ""
+		}
+	}
+	if all := passes[0]; all.written != "" && ctx.Err() == nil {
+		for run := 1; run <= cfg.Runs && ctx.Err() == nil; run++ {
+			cfg.progress("replay: the same bytes from a file server, run %d of %d", run, cfg.Runs)
+			d, how, err := fetchFile(ctx, all.written, all.bytes)
+			if err != nil {
+				r.note("the transport's figure could not be measured: %v", err)
+				break
+			}
+			transport, fetcher = append(transport, d.Seconds()), how
 		}
 	}
 	r.finish(ctx)
@@ -152,8 +212,33 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 		}
 		r.figure("events_replayed", float64(all.count), "events")
 		r.figure("bytes_written", float64(all.bytes), "bytes")
+		if len(all.client) > 0 {
+			r.goal("client_cpu_us_per_event", median(all.client), "µs", "<=", GoalReplayClientCPU)
+		}
+		if len(all.node) > 0 {
+			r.goal("node_cpu_us_per_event", median(all.node), "µs", "<=", GoalReplayNodeCPU)
+		}
+		if len(transport) > 0 {
+			ts := median(transport)
+			r.figure("transport_seconds", ts, "s")
+			r.figure("transport_events_per_second", float64(all.count)/max(ts, 1e-9), "events/s")
+			r.goal("seconds_per_transport_second", median(all.secs)/max(ts, 1e-9), "×", "<=", GoalReplayTransportRatio)
+			r.note("transport: the same %d bytes of JSON lines as one file from a loopback HTTP server, fetched by %s", all.bytes, fetcher)
+		}
 	}
-	if len(passes) > 1 && len(passes[1].events) > 0 {
+	for _, ps := range passes {
+		if ps.name != "paged" || len(ps.events) == 0 {
+			continue
+		}
+		r.figure("paged_events_per_second", median(ps.events), "events/s")
+		if len(ps.client) > 0 {
+			r.figure("paged_client_cpu_us_per_event", median(ps.client), "µs")
+		}
+		if len(ps.node) > 0 {
+			r.figure("paged_node_cpu_us_per_event", median(ps.node), "µs")
+		}
+	}
+	if len(passes) > 1 && passes[1].name == "filtered" && len(passes[1].events) > 0 {
 		f := passes[1]
 		if wantAll >= 0 {
 			r.figure("filtered_scan_events_per_second", median(f.events), "events/s")
@@ -188,19 +273,17 @@ func median(v []float64) float64 {
 }
 
 // replayOnce runs one chronological range and returns the events and bytes written.
-func replayOnce(ctx context.Context, c *client.Client, cfg ReplayConfig, query string, from, to client.Position) (int, int64, time.Duration, error) {
-	var w countingWriter
+func replayOnce(ctx context.Context, c *client.Client, cfg ReplayConfig, query string, from, to client.Position, paged bool, keep io.Writer) (int, int64, time.Duration, error) {
+	w := countingWriter{w: keep}
 	rd, err := render.New(&w, render.Options{Format: "jsonl"})
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	n := 0
 	start := time.Now()
-	err = c.Range(ctx, client.RangeOptions{Query: query, From: from, To: to, PageSize: cfg.PageSize, ReuseMemory: true}, func(items []client.Item) error {
-		for _, it := range items {
-			if err := rd.Item(it); err != nil {
-				return err
-			}
+	err = c.Range(ctx, client.RangeOptions{Query: query, From: from, To: to, PageSize: cfg.PageSize, ReuseMemory: true, Paged: paged}, func(items []client.Item) error {
+		if err := rd.Items(items); err != nil {
+			return err
 		}
 		n += len(items)
 		return rd.Flush()
@@ -209,10 +292,17 @@ func replayOnce(ctx context.Context, c *client.Client, cfg ReplayConfig, query s
 	return n, w.n, d, err
 }
 
-type countingWriter struct{ n int64 }
+// countingWriter counts what is written, and passes it on to w when set.
+type countingWriter struct {
+	n int64
+	w io.Writer
+}
 
 func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
+	if w.w != nil {
+		return w.w.Write(p)
+	}
 	return len(p), nil
 }
 
@@ -319,4 +409,22 @@ func load(ctx context.Context, cfg ReplayConfig, m *eventMaker) (first, last str
 		return "", "", fmt.Errorf("no cursors acknowledged")
 	}
 	return first, last, nil
+}
+
+// keepLines replays the range once more into a temporary file, named in *path, and checks
+// that it holds the bytes the timed runs wrote.
+func keepLines(ctx context.Context, c *client.Client, cfg ReplayConfig, from, to client.Position, want int64, path *string) error {
+	f, err := os.CreateTemp("", "evtctl-bench-replay-*.jsonl")
+	if err != nil {
+		return err
+	}
+	*path = f.Name()
+	_, n, _, err := replayOnce(ctx, c, cfg, "", from, to, false, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != want {
+		err = fmt.Errorf("a replay wrote %d bytes, the timed ones %d", n, want)
+	}
+	return err
 }

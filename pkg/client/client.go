@@ -50,8 +50,9 @@ type Client struct {
 	ua       string
 	hc       *http.Client
 	id       atomic.Int64
-	kind     atomic.Int32 // a Kind, learned from the node's replies
-	answered atomic.Bool  // the node has answered the events method in this process
+	kind     atomic.Int32           // a Kind, learned from the node's replies
+	stream   atomic.Pointer[string] // the path of the node's stream, when it advertises one
+	answered atomic.Bool            // the node has answered the events method in this process
 }
 
 // Answered reports whether the node has answered a call of the events method with a result
@@ -215,7 +216,8 @@ type Reply struct {
 	Order     string `json:"order,omitempty"`
 	Ascending bool   `json:"-"` // the node returned oldest first (it supports the extension)
 
-	body *[]byte // pooled reply buffer the items alias, when the request asked for reuse
+	body   *[]byte // pooled reply buffer the items alias, when the request asked for reuse
+	stream string  // the node's stream path, from the reply's headers
 }
 
 // bodies holds reply buffers for reuse (ReuseMemory): a replay reads thousands of pages of
@@ -561,6 +563,7 @@ func (c *Client) events(ctx context.Context, req Request) (*Reply, error) {
 			return nil, err
 		}
 		r.body = buf
+		r.stream = resp.Header.Get(streamHeader)
 		c.learn(req, r)
 		return r, nil
 	}
@@ -570,6 +573,7 @@ func (c *Client) events(ctx context.Context, req Request) (*Reply, error) {
 	}
 	r, err := decodeReply(resp, data)
 	if err == nil {
+		r.stream = resp.Header.Get(streamHeader)
 		c.learn(req, r)
 	}
 	return r, err
@@ -578,6 +582,12 @@ func (c *Client) events(ctx context.Context, req Request) (*Reply, error) {
 // learn notes the node's kind from a reply to req: only a node with evtctl's extensions
 // answers a request for ascending order with "order":"asc".
 func (c *Client) learn(req Request, r *Reply) {
+	if r.stream != "" && r.Ascending {
+		if p := c.stream.Load(); p == nil || *p != r.stream {
+			path := strings.Clone(r.stream)
+			c.stream.Store(&path)
+		}
+	}
 	switch {
 	case !req.Ascending:
 	case r.Ascending:

@@ -6,6 +6,7 @@ package client
 // and a Stream runner that collects what fn receives.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -80,6 +81,26 @@ type recorder struct {
 	pending  []fault
 	onCall   func(n int) // runs before call n (1-based) reaches the node
 	holdFrom int         // calls numbered from this on never reach the node: held until abandoned
+	// stream lets the node's stream through; without it the node neither advertises nor
+	// serves it, as a node from before the stream, and the client pages.
+	stream bool
+}
+
+// noStream hides a node's advertisement of its stream.
+type noStream struct{ http.ResponseWriter }
+
+func (w noStream) WriteHeader(code int) {
+	w.Header().Del(server.StreamHeader)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w noStream) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.ResponseWriter.(http.Hijacker).Hijack()
+}
+
+func (w noStream) Write(b []byte) (int, error) {
+	w.Header().Del(server.StreamHeader)
+	return w.ResponseWriter.Write(b)
 }
 
 // HoldFrom holds calls number n and later (counting from 1) until the client abandons them;
@@ -133,22 +154,42 @@ func (rec *recorder) NumCalls() int {
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.mu.Lock()
-	h := rec.h
+	h, stream := rec.h, rec.stream
 	rec.mu.Unlock()
-	if r.Method != http.MethodPost || r.URL.Path != "/" {
+	if !stream {
+		if r.URL.Path == server.StreamPath {
+			http.NotFound(w, r)
+			return
+		}
+		w = noStream{w}
+	}
+	var call rpcCall
+	var body []byte
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == server.StreamPath:
+		// A stream is recorded as a call, with its parameters in the params' places.
+		q := r.URL.Query()
+		call = rpcCall{At: time.Now(), Params: callParams{After: q.Get("after"), Before: q.Get("before"), Order: "stream"}, Raw: []byte(r.URL.RawQuery)}
+		if f := q.Get("query"); f != "" {
+			call.Params.Filter = &struct {
+				Query string `json:"query"`
+			}{f}
+		}
+	case r.Method != http.MethodPost || r.URL.Path != "/":
 		h.ServeHTTP(w, r)
 		return
+	default:
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var env struct {
+			Params callParams `json:"params"`
+		}
+		_ = json.Unmarshal(body, &env)
+		call = rpcCall{At: time.Now(), Params: env.Params, Raw: body}
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var env struct {
-		Params callParams `json:"params"`
-	}
-	_ = json.Unmarshal(body, &env)
-	call := rpcCall{At: time.Now(), Params: env.Params, Raw: body}
 	rec.mu.Lock()
 	if len(rec.pending) > 0 && len(rec.calls)+1 == rec.failFrom {
 		rec.faults = append(rec.faults, rec.pending...)
@@ -189,7 +230,9 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	h.ServeHTTP(w, r)
 }
 
@@ -237,6 +280,7 @@ type nodeOpts struct {
 	Retain  int           // keep at most this many items; 0: no cap
 	MaxWait time.Duration // longest long-poll; default 30s
 	Durable bool          // evtctl: a log on disk in a temporary directory
+	Stream  bool          // evtctl: serve the stream (else the node pages only)
 }
 
 type nodeKind struct {
@@ -249,10 +293,24 @@ var nodeKinds = []nodeKind{
 	{"evtctl", func(t *testing.T, o nodeOpts) testNode { return newEvtNode(t, o) }},
 }
 
+// streamNode is an evtctl node that serves its stream, which chronological ranges read.
+var streamNode = nodeKind{"evtctl-stream", func(t *testing.T, o nodeOpts) testNode { o.Stream = true; return newEvtNode(t, o) }}
+
 // forEachNode runs body once per kind of node, in parallel subtests.
 func forEachNode(t *testing.T, body func(t *testing.T, k nodeKind)) {
 	t.Helper()
-	for _, k := range nodeKinds {
+	forKinds(t, nodeKinds, body)
+}
+
+// forEachRangeNode is forEachNode with an evtctl node that serves its stream too.
+func forEachRangeNode(t *testing.T, body func(t *testing.T, k nodeKind)) {
+	t.Helper()
+	forKinds(t, append(nodeKinds[:len(nodeKinds):len(nodeKinds)], streamNode), body)
+}
+
+func forKinds(t *testing.T, kinds []nodeKind, body func(t *testing.T, k nodeKind)) {
+	t.Helper()
+	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			body(t, k)
@@ -275,7 +333,7 @@ type evtNode struct {
 
 func newEvtNode(t testing.TB, o nodeOpts) *evtNode {
 	t.Helper()
-	n := &evtNode{t: t, o: o, rec: &recorder{}}
+	n := &evtNode{t: t, o: o, rec: &recorder{stream: o.Stream}}
 	if o.Durable {
 		n.dir = t.TempDir()
 	}

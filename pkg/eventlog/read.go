@@ -397,6 +397,7 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 	page.Items = make([]Item, 0, min(limit, 1024))
 	examined := 0
 	var lastSeen cursor.Cursor
+	lastType := "" // runs of events share a type: their items share its string
 	fn := func(r *rec) bool {
 		if q.Budget > 0 && examined == q.Budget {
 			page.More, page.Resume = true, lastSeen
@@ -411,9 +412,12 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 			page.More, page.Resume = true, cursor.Cursor{}
 			return false
 		}
+		if string(r.typ) != lastType {
+			lastType = string(r.typ)
+		}
 		page.Items = append(page.Items, Item{
 			Cursor: lastSeen,
-			Type:   string(r.typ),
+			Type:   lastType,
 			JSON:   page.arena.copy(r.json), // the read buffer is reused
 		})
 		return true

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unsafe"
 
 	"github.com/evtctl/evtctl/pkg/client"
 )
@@ -142,6 +143,53 @@ func (r *Renderer) Item(it client.Item) error {
 		return r.template(it)
 	}
 	return r.jsonl(it)
+}
+
+// Items renders items in order, as Item renders each. JSON lines that lie one after another
+// in memory, each followed by its newline — the items of an evtctl node's stream — are
+// written as they lie, in one piece, when they need no compacting.
+func (r *Renderer) Items(items []client.Item) error {
+	if r.format != "jsonl" || r.fields != nil || r.jq != nil {
+		for _, it := range items {
+			if err := r.Item(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var span []byte // lines to write as they are
+	for _, it := range items {
+		raw := it.Raw
+		n := len(raw)
+		if n == 0 || cap(raw) == n || raw[:n+1][n] != '\n' || !isCompact(bytesString(raw)) {
+			if err := r.writeSpan(span); err != nil {
+				return err
+			}
+			span = nil
+			if err := r.Item(it); err != nil {
+				return err
+			}
+			continue
+		}
+		line := raw[:n+1]
+		if len(span) > 0 && cap(span)-len(span) >= len(line) && unsafe.SliceData(line) == unsafe.SliceData(span[len(span):cap(span)]) {
+			span = span[:len(span)+len(line)]
+			continue
+		}
+		if err := r.writeSpan(span); err != nil {
+			return err
+		}
+		span = line
+	}
+	return r.writeSpan(span)
+}
+
+func (r *Renderer) writeSpan(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := r.w.Write(b)
+	return err
 }
 
 // Flush writes what is buffered. It returns the writer's error unchanged, so that

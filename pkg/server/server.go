@@ -144,8 +144,9 @@ func New(cfg Config) *Server {
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
 	s.metrics = newMetrics(s)
-	s.route("POST /{$}", "rpc", s.read(s.handleRPC))
-	s.route("GET /events", "events_get", s.read(s.handleGetEvents))
+	s.route("POST /{$}", "rpc", advertiseStream(s.read(s.handleRPC)))
+	s.route("GET /events", "events_get", advertiseStream(s.read(s.handleGetEvents)))
+	s.route("GET "+StreamPath, "stream", s.read(s.handleStream))
 	s.route("POST /events", "ingest", s.write(s.handleIngest))
 	s.route("OPTIONS /events", "ingest_options", http.HandlerFunc(cevent.HandleWebhookOptions))
 	s.route("/signal/{entity}", "signal", s.write(s.handleSignal))
