@@ -293,7 +293,7 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 			from = client.Position{Cursor: pc.String()}
 		}
 	}
-	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, client.Position{Cursor: last})
+	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, client.Position{Cursor: last}, false, nil)
 	if err != nil {
 		return 0, 0, err
 	}
