@@ -293,14 +293,14 @@ type run struct {
 	freshLast   bool      // the last slot went to a new event (fairness)
 	srcClosed   bool
 
-	stopping  bool
-	stopErr   error
-	fatal     error // persisting failed: nothing more can be made durable
-	graceEnd  time.Time
-	gone      *GoneRecord // to be recorded
-	wentGone  bool
-	work      context.Context
-	abandon   context.CancelFunc
+	stopping bool
+	stopErr  error
+	fatal    error // persisting failed: nothing more can be made durable
+	graceEnd time.Time
+	gone     *GoneRecord // to be recorded
+	wentGone bool
+	work     context.Context
+	abandon  context.CancelFunc
 }
 
 // Run forwards the events read from src until ctx ends, the receiver answers 410 Gone, an
