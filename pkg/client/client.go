@@ -225,14 +225,11 @@ type Reply struct {
 // client's work.
 var bodies sync.Pool // of *[]byte
 
-// poisonReleased makes release wipe a buffer, so that tests catch a use after release.
-var poisonReleased bool
-
 // release gives a pooled reply buffer back; the reply's items must not be used after.
 func (r *Reply) release() {
 	if r != nil && r.body != nil {
 		if poisonReleased {
-			clear(*r.body) // tests: a use after release then reads zeros, not old data
+			clear(*r.body) // a use after release then reads zeros, not old data
 		}
 		bodies.Put(r.body)
 		r.body, r.Items = nil, nil
@@ -904,8 +901,6 @@ func (w *walker) array(elem func()) {
 		elem()
 	}
 }
-
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // prefix is the start of a body for a message: at most n bytes of it, in one line.
 func prefix(b []byte, n int) string {

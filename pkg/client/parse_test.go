@@ -106,6 +106,7 @@ func parseItemGJSON(v gjson.Result) (Item, bool) {
 }
 
 // bytesOf views a substring of a reply as bytes, without copying.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // sameDecoding fails t unless parseReply and the gjson model agree on data.
 func sameDecoding(t *testing.T, data []byte) {

@@ -14,10 +14,9 @@ func deepCopy(it Item) Item {
 }
 
 // With ReuseMemory, every item seen inside the callback is what the node sent, although
-// reply buffers are recycled from page to page, in both kinds of range and in a stream.
+// reply buffers are recycled from page to page, in both kinds of range and in a stream. With
+// the race detector (as CI runs), a released buffer is wiped, so a use after release shows.
 func TestReuseMemoryDeliversIntactItems(t *testing.T) {
-	poisonReleased = true
-	t.Cleanup(func() { poisonReleased = false }) // after the parallel subtests, unlike defer
 	forEachNode(t, func(t *testing.T, k nodeKind) {
 		n := k.new(t, nodeOpts{})
 		want := n.Append(t, events(2500, "Tx")...)

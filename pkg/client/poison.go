@@ -1,0 +1,6 @@
+//go:build !race
+
+package client
+
+// poisonReleased: see poison_race.go.
+const poisonReleased = false
