@@ -102,16 +102,6 @@ func (g Goal) Met(v float64) bool {
 	return v >= g.Value
 }
 
-// Figure returns the figure named name.
-func (r *Report) Figure(name string) (Value, bool) {
-	for _, f := range r.Figures {
-		if f.Name == name {
-			return f, true
-		}
-	}
-	return Value{}, false
-}
-
 func (r *Report) param(name string, v any, unit string) {
 	if f, ok := v.(int); ok {
 		v = float64(f)

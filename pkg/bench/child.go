@@ -91,9 +91,6 @@ func (n *ChildNode) Close() error {
 	return nil
 }
 
-// Pid is the node's process id.
-func (n *ChildNode) Pid() int { return n.cmd.Process.Pid }
-
 // lastBytes keeps the last max bytes written to it.
 type lastBytes struct {
 	mu  sync.Mutex
