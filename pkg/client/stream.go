@@ -57,12 +57,8 @@ func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetr
 		if onRetry != nil {
 			onRetry(err, attempt+1, d)
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := retry.Sleep(ctx, d); err != nil {
+			return nil, err
 		}
 	}
 }
