@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // Event is one validated CloudEvent, ready to store.
@@ -235,12 +237,8 @@ func hasPrefixFold(s, prefix string) bool {
 }
 
 func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-		default:
-			return c
-		}
+	if i := jsonspace.Skip(b, 0); i < len(b) {
+		return b[i]
 	}
 	return 0
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // maxDepth bounds the nesting of arrays and objects inside one JSON value.
@@ -69,27 +71,15 @@ func describeByte(c byte) string {
 	return fmt.Sprintf("byte 0x%02x", c)
 }
 
-func (s *scanner) skipWS() {
-	for s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
+func (s *scanner) skipWS() { s.pos = jsonspace.Skip(s.in, s.pos) }
 
 // skipSpace skips whitespace inside a value being copied, first flushing
 // the input not yet copied.
 func (s *scanner) skipSpace() {
-	if s.pos < len(s.in) {
-		switch s.in[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.out = append(s.out, s.in[s.mark:s.pos]...)
-			s.skipWS()
-			s.mark = s.pos
-		}
+	if s.pos < len(s.in) && jsonspace.Is(s.in[s.pos]) {
+		s.out = append(s.out, s.in[s.mark:s.pos]...)
+		s.skipWS()
+		s.mark = s.pos
 	}
 }
 

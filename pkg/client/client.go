@@ -25,6 +25,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/jsonspace"
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
@@ -784,16 +785,7 @@ type walker struct {
 	i int
 }
 
-func (w *walker) ws() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
-	}
-}
+func (w *walker) ws() { w.i = jsonspace.Skip(w.b, w.i) }
 
 // skip passes over the value at w.i (after any whitespace) and returns where it lay.
 func (w *walker) skip() span {

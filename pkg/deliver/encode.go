@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/jsonspace"
 	"github.com/evtctl/evtctl/pkg/cevent"
 )
 
@@ -196,20 +197,16 @@ func memberText(event []byte, data json.RawMessage) []byte {
 	if r.Index <= 0 || end > len(event) || !bytes.Equal(event[start:end], bytes.TrimSpace(data)) {
 		return data
 	}
-	for start > 0 && isSpace(event[start-1]) {
+	for start > 0 && jsonspace.Is(event[start-1]) {
 		start--
 	}
-	for end < len(event) && isSpace(event[end]) {
+	for end < len(event) && jsonspace.Is(event[end]) {
 		end++
 	}
 	if start == 0 || event[start-1] != ':' || end == len(event) || event[end] != ',' && event[end] != '}' {
 		return data
 	}
 	return event[start:end]
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n'
 }
 
 // attrString returns the header form of an attribute's JSON value: a

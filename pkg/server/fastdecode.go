@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // decodeCallFast decodes the request object a long-polling client sends over and over, such
@@ -72,16 +74,7 @@ type fastDecoder struct {
 	i int
 }
 
-func (d *fastDecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *fastDecoder) space() { d.i = jsonspace.Skip(d.b, d.i) }
 
 // open consumes c after any space.
 func (d *fastDecoder) open(c byte) bool {

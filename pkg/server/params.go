@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // eventsParams is the decoded request of the `events` method, in the spelling of a
@@ -89,12 +91,12 @@ func objectMembers(raw []byte) ([]member, error) {
 	// raw is valid JSON and starts with '{': one object, nothing after it.
 	ms := make([]member, 0, 8)
 	for i := 1; ; {
-		i = skipSpace(raw, i)
+		i = jsonspace.Skip(raw, i)
 		switch raw[i] {
 		case '}':
 			return ms, nil
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsonspace.Skip(raw, i+1)
 		}
 		end := valueEnd(raw, i)
 		key := raw[i:end]
@@ -104,18 +106,11 @@ func objectMembers(raw []byte) ([]member, error) {
 		} else if err := json.Unmarshal(key, &name); err != nil {
 			return nil, err
 		}
-		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		i = jsonspace.Skip(raw, jsonspace.Skip(raw, end)+1) // past the colon
 		end = valueEnd(raw, i)
 		ms = append(ms, member{name, raw[i:end]})
 		i = end
 	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // valueEnd returns the offset just past the JSON value that starts at i of valid JSON.
