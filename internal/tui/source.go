@@ -113,8 +113,8 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 	if more && oldestRead == "" {
 		oldestRead = rep.Items[len(rep.Items)-1].Cursor
 	}
-	items, past := through(rep.Items, r.Through, rep.Ascending)
-	for r.Backward && !rep.Ascending && more && len(items) < r.Limit {
+	items, past := through(rep.Items, r.Through, rep.Ascending())
+	for r.Backward && !rep.Ascending() && more && len(items) < r.Limit {
 		// Items past the range's end that shared its time were dropped: page on back.
 		req.Before, req.MaxItems = oldestRead, r.Limit-len(items)
 		if rep, err = s.c.Events(ctx, req); err != nil {
@@ -128,8 +128,8 @@ func (s *ClientSource) Page(ctx context.Context, r PageRequest) (Page, error) {
 		items = append(items, kept...)
 	}
 	p := Page{Items: items, More: more && !past, Oldest: rep.Oldest, Newest: rep.Newest, Resume: rep.Resume}
-	if rep.Ascending || r.Backward {
-		if !rep.Ascending {
+	if rep.Ascending() || r.Backward {
+		if !rep.Ascending() {
 			slices.Reverse(p.Items)
 		}
 		return p, nil

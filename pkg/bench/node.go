@@ -60,7 +60,7 @@ func Inspect(ctx context.Context, t Target) NodeInfo {
 	info.Newest = r.Newest
 	width := cursor.WidthOf(firstNonEmpty(r.Newest, r.Oldest))
 	switch {
-	case r.Ascending || width == cursor.NodeWidth || healthz:
+	case r.Ascending() || width == cursor.NodeWidth || healthz:
 		info.Kind = KindEvtctl
 	case width > 0 && width < cursor.NodeWidth:
 		info.Kind = KindTendermint

@@ -471,7 +471,7 @@ func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after
 			continue // the wait ended: poll again
 		}
 		newest := reply.Items[0].Cursor
-		if reply.Ascending {
+		if reply.Ascending() {
 			newest = reply.Items[len(reply.Items)-1].Cursor
 		}
 		after = strings.Clone(newest)

@@ -167,8 +167,8 @@ func TestCapturesDecode(t *testing.T) {
 		if !r.More || r.Oldest != "18ea619f6feba489-0001" || r.Newest != "18ea61a27c39abd8-00c7" {
 			t.Errorf("more/oldest/newest = %v %q %q", r.More, r.Oldest, r.Newest)
 		}
-		if r.Ascending || r.Order != "" {
-			t.Errorf("a Tendermint reply taken for ascending: Order %q Ascending %v", r.Order, r.Ascending)
+		if r.Ascending() || r.Order != "" {
+			t.Errorf("a Tendermint reply taken for ascending: Order %q Ascending %v", r.Order, r.Ascending())
 		}
 		if r.Items[0].Event != "Tx" || !bytes.Contains(r.Items[0].Data, []byte(`"tx":"dXNlcjM9YWxpY2Uz"`)) {
 			t.Errorf("first item: %s %s", r.Items[0].Event, r.Items[0].Data)
@@ -286,8 +286,8 @@ func TestCaptureGetShape(t *testing.T) {
 	if got := []string{r.Items[0].Event, r.Items[1].Event, r.Items[2].Event}; !equalStrings(got, []string{"NewRoundStep", "Tx", "NewBlockHeader"}) {
 		t.Errorf("events %v", got)
 	}
-	if !r.More || r.Oldest != "18ea619f6feba489-0001" || r.Newest != "18ea61a27c39abd8-00c7" || r.Ascending {
-		t.Errorf("more/oldest/newest/asc = %v %q %q %v", r.More, r.Oldest, r.Newest, r.Ascending)
+	if !r.More || r.Oldest != "18ea619f6feba489-0001" || r.Newest != "18ea61a27c39abd8-00c7" || r.Ascending() {
+		t.Errorf("more/oldest/newest/asc = %v %q %q %v", r.More, r.Oldest, r.Newest, r.Ascending())
 	}
 	checkItemsExact(t, file, r.Items)
 	// As an envelope without result or error, the same bytes are not an events reply.

@@ -213,13 +213,17 @@ type Reply struct {
 	// Resume is evtctl's extension: set when the node stopped a page short of its range
 	// (its work budget, or a range lost to damage), it is where to ask again from — as
 	// `after` for an ascending page, as `before` for a newest-first one.
-	Resume    string `json:"resume,omitempty"`
-	Order     string `json:"order,omitempty"`
-	Ascending bool   `json:"-"` // the node returned oldest first (it supports the extension)
+	Resume string `json:"resume,omitempty"`
+	// Order is "asc" when the node returned oldest first (an evtctl node, asked for it);
+	// Tendermint never sends it.
+	Order string `json:"order,omitempty"`
 
 	body   *[]byte // pooled reply buffer the items alias, when the request asked for reuse
 	stream string  // the node's stream path, from the reply's headers
 }
+
+// Ascending reports whether the node returned the items oldest first.
+func (r *Reply) Ascending() bool { return r.Order == "asc" }
 
 // bodies holds reply buffers for reuse (ReuseMemory): a replay reads thousands of pages of
 // up to megabytes, and allocating each anew made garbage collection a large share of the
@@ -580,7 +584,7 @@ func (c *Client) events(ctx context.Context, req Request) (*Reply, error) {
 // learn notes the node's kind from a reply to req: only a node with evtctl's extensions
 // answers a request for ascending order with "order":"asc".
 func (c *Client) learn(req Request, r *Reply) {
-	if r.stream != "" && r.Ascending {
+	if r.stream != "" && r.Ascending() {
 		if p := c.stream.Load(); p == nil || *p != r.stream {
 			path := strings.Clone(r.stream)
 			c.stream.Store(&path)
@@ -588,7 +592,7 @@ func (c *Client) learn(req Request, r *Reply) {
 	}
 	switch {
 	case !req.Ascending:
-	case r.Ascending:
+	case r.Ascending():
 		c.kind.Store(int32(KindEvtctl))
 	default:
 		c.kind.Store(int32(KindTendermint))
@@ -728,7 +732,6 @@ func parseReply(data []byte) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Ascending = r.Order == "asc"
 	return r, nil
 }
 

@@ -78,7 +78,7 @@ func TestFakeTendermint(t *testing.T) {
 			t.Fatalf("maxItems %d: %d items, more %v, %v", tc.max, len(r.Items), r.More, err)
 		}
 		// Newest first whatever the order asked, and no order in the reply.
-		if r.Items[0].Cursor != cs[149] || r.Order != "" || r.Ascending || bytes.Contains(r.Items[0].Raw, []byte("order")) {
+		if r.Items[0].Cursor != cs[149] || r.Order != "" || r.Ascending() || bytes.Contains(r.Items[0].Raw, []byte("order")) {
 			t.Fatalf("maxItems %d: first %s order %q", tc.max, r.Items[0].Cursor, r.Order)
 		}
 		if r.Oldest != cs[0] || r.Newest != cs[149] {

@@ -81,7 +81,6 @@ func parseReplyGJSON(data []byte) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Ascending = r.Order == "asc"
 	return r, nil
 }
 

@@ -160,7 +160,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		}
 		r := res.r
 		asked := req // what r answers
-		items, past := w.within(r.Items, r.Ascending)
+		items, past := w.within(r.Items, r.Ascending())
 		more := r.More && (len(r.Items) > 0 || r.Resume != "") && !past
 		if more {
 			// A copy: the reply's memory may be reused once its items are delivered.
@@ -168,7 +168,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 			if len(r.Items) > 0 {
 				last = r.Items[len(r.Items)-1].Cursor
 			}
-			if r.Ascending {
+			if r.Ascending() {
 				req.After = strings.Clone(cursor.Later(last, r.Resume))
 			} else {
 				req.Ascending = false
@@ -177,12 +177,12 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 					req.Before = strings.Clone(last)
 				}
 			}
-			if !r.Ascending && !opts.Reverse {
+			if !r.Ascending() && !opts.Reverse {
 				req.reuse = false // newest-first pages are held until the end: no reuse
 			}
 			next = fetch(req)
 		}
-		if r.Ascending {
+		if r.Ascending() {
 			// A forward page was read from the request's After: the log's oldest item then
 			// says whether anything after it is gone — after the range's start on the first
 			// page, after a range lost to damage on a later one.
@@ -197,7 +197,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		}
 		first = false
 		switch {
-		case r.Ascending, opts.Reverse:
+		case r.Ascending(), opts.Reverse:
 			err := w.deliver(items)
 			r.release()
 			if err != nil {
@@ -207,7 +207,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 			held = append(held, items...)
 		}
 		if !more {
-			if !r.Ascending {
+			if !r.Ascending() {
 				// The last newest-first page reached the range's start.
 				if err := w.gap(w.gapFrom, r.Oldest); err != nil {
 					return err

@@ -177,7 +177,7 @@ func (st *streamer) roundAscending(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !r.Ascending {
+	if !r.Ascending() {
 		// A node without the extension (this is its first reply, and the query is empty:
 		// Stream learns the kind first otherwise). It ignored the order and answered with
 		// its newest items: the first page of a descending round.

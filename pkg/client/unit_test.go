@@ -328,7 +328,7 @@ func TestDecodeReplyShapes(t *testing.T) {
 	})
 	t.Run("ascending", func(t *testing.T) {
 		r, err := decodeReply(resp(200), []byte(`{"jsonrpc":"2.0","id":1,"result":{"items":[{"cursor":"a","event":"e","data":{"x":1}}],"more":true,"oldest":"a","newest":"b","order":"asc"}}`))
-		if err != nil || !r.Ascending || !r.More || len(r.Items) != 1 || string(r.Items[0].Raw) != `{"cursor":"a","event":"e","data":{"x":1}}` {
+		if err != nil || !r.Ascending() || !r.More || len(r.Items) != 1 || string(r.Items[0].Raw) != `{"cursor":"a","event":"e","data":{"x":1}}` {
 			t.Fatalf("got %+v %v", r, err)
 		}
 	})
