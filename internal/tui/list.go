@@ -29,9 +29,9 @@ type listModel struct {
 	overshoot                                int // rows of a move past an end that waits for a page
 
 	// Pausing.
-	paused            bool
-	pending           []followMsg // head batches held while paused
-	pendingN, waiting int         // events in pending; received while paused
+	paused  bool
+	pending []followMsg // head batches held while paused
+	waiting int         // events received while paused
 
 	// What is shown.
 	win      window
@@ -70,15 +70,23 @@ func (l *listModel) onFollow(f followMsg) {
 	}
 	if l.paused {
 		l.pending = append(l.pending, f)
-		l.pendingN += len(f.evs)
-		if l.pendingN > l.c.cfg.Keep {
+		if l.pendingEvents() > l.c.cfg.Keep {
 			// Too many to hold: let them go, and fetch them again when wanted.
-			l.pending, l.pendingN = nil, 0
+			l.pending = nil
 			l.win.newerDone = false
 		}
 		return
 	}
 	l.applyFollow(f)
+}
+
+// pendingEvents counts the events held while paused.
+func (l *listModel) pendingEvents() int {
+	n := 0
+	for _, f := range l.pending {
+		n += len(f.evs)
+	}
+	return n
 }
 
 // noteWidths widens the columns' wishes for new events.
@@ -411,7 +419,7 @@ func (l *listModel) placeReset(p pageMsg) {
 			l.win.olderDone = true
 		}
 	}
-	l.pending, l.pendingN = nil, 0
+	l.pending = nil
 	l.sel, l.off, l.overshoot = -1, 0, 0
 	if len(l.win.rows) > 0 {
 		if rs.selectLast {
@@ -484,7 +492,7 @@ func (l *listModel) toTop() {
 	if l.sel <= 0 && !l.win.olderDone {
 		l.epoch++
 		l.loadingOlder, l.loadingNewer, l.loadingReset = false, false, false
-		l.pending, l.pendingN = nil, 0
+		l.pending = nil
 		l.win.reset(l.lower, true, false)
 		l.sel, l.off = -1, 0
 		return
@@ -523,11 +531,11 @@ func (l *listModel) togglePause() tea.Cmd {
 			l.win.appendNewer(f.evs, f.gap, f.cursor)
 			l.trim()
 		}
-		l.pending, l.pendingN = nil, 0
+		l.pending = nil
 		l.fixView()
 		return nil
 	}
-	l.pending, l.pendingN = nil, 0
+	l.pending = nil
 	if l.follow {
 		return l.resetHead(resetSpec{attach: true})
 	}
