@@ -54,13 +54,6 @@ type callParams struct {
 	Order    string          `json:"order"`
 }
 
-func (p callParams) query() string {
-	if p.Filter == nil {
-		return ""
-	}
-	return p.Filter.Query
-}
-
 // rpcCall is one JSON-RPC call as the recorder saw it.
 type rpcCall struct {
 	At     time.Time
@@ -647,18 +640,6 @@ func (s *streamRun) stop(t testing.TB) error {
 		t.Fatal("Stream did not return within 5s of its context being cancelled")
 	}
 	return s.err
-}
-
-// wait waits for the stream to end by itself.
-func (s *streamRun) wait(t testing.TB, within time.Duration) error {
-	t.Helper()
-	select {
-	case <-s.done:
-		return s.err
-	case <-time.After(within):
-		t.Fatalf("Stream did not end within %v", within)
-		return nil
-	}
 }
 
 // waitFor polls cond until it holds or the timeout passes.

@@ -12,12 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/evtctl/evtctl/pkg/cursor"
 )
-
-func tmc(ts int64, seq uint64) string { return cursor.New(ts, seq, cursor.TendermintWidth).String() }
-func evc(ts int64, seq uint64) string { return cursor.New(ts, seq, cursor.NodeWidth).String() }
 
 const T0 = int64(0x18ea61a27c39abd8)
 

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"strconv"
-
-	"github.com/tidwall/gjson"
 )
 
 // msgID is the JetStream message id of an event: JetStream suppresses a second message
@@ -55,17 +53,4 @@ func parseFloor(v string) int64 {
 		return 0
 	}
 	return f
-}
-
-// foreignType reads the type of a message that evtctl did not publish; ok is false when
-// the payload is not a JSON object (it could not be served as an item's data).
-func foreignType(data []byte) (typ string, ok bool) {
-	if !gjson.ValidBytes(data) {
-		return "", false
-	}
-	r := gjson.ParseBytes(data)
-	if !r.IsObject() {
-		return "", false
-	}
-	return r.Get("type").String(), true
 }
