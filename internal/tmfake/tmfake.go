@@ -88,7 +88,7 @@ func (n *Node) start(addr string) {
 	ts := httptest.NewUnstartedServer(h)
 	if addr != "" {
 		ts.Listener.Close()
-		ts.Listener = listenOn(n.t, addr)
+		ts.Listener = ListenAgain(n.t, addr)
 	}
 	ts.Start()
 	n.mu.Lock()
@@ -96,8 +96,9 @@ func (n *Node) start(addr string) {
 	n.mu.Unlock()
 }
 
-// listenOn listens on addr again, waiting for a moment while the port is still taken.
-func listenOn(tb testing.TB, addr string) net.Listener {
+// ListenAgain listens on addr again after a server on it stopped, retrying for a few
+// seconds while the old socket lets go of the port (a node restarting on its address).
+func ListenAgain(tb testing.TB, addr string) net.Listener {
 	tb.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

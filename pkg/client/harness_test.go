@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/tmfake"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/eventlog"
 	"github.com/evtctl/evtctl/pkg/server"
@@ -379,7 +380,7 @@ func (n *evtNode) serve(addr string) {
 	ts := httptest.NewUnstartedServer(n.rec)
 	if addr != "" {
 		ts.Listener.Close()
-		ts.Listener = listenOn(n.t, addr)
+		ts.Listener = tmfake.ListenAgain(n.t, addr)
 	}
 	ts.Start()
 	n.mu.Lock()
@@ -401,22 +402,6 @@ func (n *evtNode) stop() {
 		if err := l.Close(); err != nil {
 			n.t.Errorf("close event log: %v", err)
 		}
-	}
-}
-
-// listenOn listens on addr, retrying briefly while the old socket lets go of it.
-func listenOn(tb testing.TB, addr string) net.Listener {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
-			return ln
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("listen again on %s: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
