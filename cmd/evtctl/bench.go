@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/evtctl/evtctl/pkg/bench"
+	"github.com/evtctl/evtctl/internal/bench"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // benchOptions are the flags every bench subcommand takes.

@@ -14,12 +14,12 @@ import (
 	"github.com/mattn/go-runewidth"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/config"
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/config"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/deliver"
 	"github.com/evtctl/evtctl/pkg/filter"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/config"
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/config"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 func newCmdContext(streams *iostreams.IOStreams) *cobra.Command {

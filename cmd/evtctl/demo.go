@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/evtctl/evtctl/pkg/deliver"
-	"github.com/evtctl/evtctl/pkg/demo"
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/demo"
+	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
 type demoOptions struct {

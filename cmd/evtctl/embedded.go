@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // embeddedOptions configure a node run inside the evtctl process (demo, bench --embedded).

@@ -20,13 +20,13 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
+	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/english"
-	"github.com/evtctl/evtctl/pkg/cevent"
+	"github.com/evtctl/evtctl/internal/eventgen"
+	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/lint"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/deliver"
-	"github.com/evtctl/evtctl/pkg/eventgen"
-	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/lint"
 )
 
 type emitOptions struct {

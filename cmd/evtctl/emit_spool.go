@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/english"
-	"github.com/evtctl/evtctl/pkg/deliver"
-	"github.com/evtctl/evtctl/pkg/outbox"
+	"github.com/evtctl/evtctl/internal/outbox"
 )
 
 // spoolChunk is about how many events one spool entry holds: whole requests (one event each,

@@ -5,7 +5,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/evtctl/evtctl/pkg/outbox"
+	"github.com/evtctl/evtctl/internal/outbox"
 )
 
 func init() {

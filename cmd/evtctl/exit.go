@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
 )
 

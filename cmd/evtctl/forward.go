@@ -15,13 +15,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/forward"
+	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/deliver"
-	"github.com/evtctl/evtctl/pkg/forward"
-	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 type forwardOptions struct {

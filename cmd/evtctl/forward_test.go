@@ -17,9 +17,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/evtctl/evtctl/pkg/cevent"
+	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/forward"
 )
 
 func init() {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // goldenDir holds what replay and tail write for the fixture log, byte for byte.

@@ -7,10 +7,10 @@ import (
 	neturl "net/url"
 	"strings"
 
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/deliver"
-	"github.com/evtctl/evtctl/pkg/eventlog"
 )
 
 // This file holds what evtctl says to do about a node or a receiver that cannot be used:

@@ -12,9 +12,9 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/pflag"
 
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/internal/tui"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 // interactiveOptions are the flags of tail and replay that open the terminal UI.

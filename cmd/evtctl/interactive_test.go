@@ -16,8 +16,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/evtctl/evtctl/internal/demo"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/demo"
 )
 
 // Without a terminal the UI does not start: a usage error says why.

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evtctl/evtctl/internal/english"
-	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/lint"
+	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/lint"
 )
 
 type lintOptions struct {

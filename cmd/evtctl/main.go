@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // startChild starts the test binary as evtctl with args; stdout and stderr go where given.

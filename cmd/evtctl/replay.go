@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 )
 
 type replayOptions struct {

@@ -19,8 +19,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // TestMain lets the test binary stand in for evtctl: in scripts (through testscript) and

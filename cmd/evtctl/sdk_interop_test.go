@@ -21,8 +21,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // The interop tests put evtctl between real sdk-go v2 clients and receivers, which send

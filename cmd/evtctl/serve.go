@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/internal/english"
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/iostreams"
-	"github.com/evtctl/evtctl/pkg/jetstream"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/jetstream"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // defaultListen is where `evtctl serve` listens and where the other commands look for a node.

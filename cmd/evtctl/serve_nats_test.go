@@ -33,8 +33,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/jetstream/natstest"
 )
 
 func init() {

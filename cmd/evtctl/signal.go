@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/evtctl/evtctl/pkg/deliver"
+	"github.com/evtctl/evtctl/internal/deliver"
 )
 
 // signalSender sends Evented API signals through deliver's Client with the Evented API's

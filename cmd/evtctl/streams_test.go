@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
 // testStreams returns streams backed by buffers, none of them a terminal.

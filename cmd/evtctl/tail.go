@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/iostreams"
 	"github.com/evtctl/evtctl/pkg/render"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evtctl/evtctl/pkg/iostreams"
+	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
 // Set by the release build with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".

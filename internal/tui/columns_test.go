@@ -10,8 +10,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/evtctl/evtctl/internal/demo"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/demo"
 )
 
 // demoModel is a following UI at width x 30 showing n events of evtctl demo's story:

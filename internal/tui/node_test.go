@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
 )
 
-// Tests against a real node (pkg/server over an in-memory pkg/eventlog), through the
+// Tests against a real node (internal/server over an in-memory internal/eventlog), through the
 // client: the Source the command uses.
 
 type testNode struct {

@@ -11,9 +11,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // connKind is the state of the connection to the node.

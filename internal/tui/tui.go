@@ -18,8 +18,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Config says what the UI shows and how. Source is required; the rest has defaults.

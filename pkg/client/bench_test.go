@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // paddedEvent returns an event whose CloudEvent JSON is size bytes.

@@ -27,9 +27,9 @@ import (
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
 	"github.com/evtctl/evtctl/internal/peer"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
-	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Options configure a Client.

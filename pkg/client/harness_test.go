@@ -1,7 +1,7 @@
 package client
 
 // The test harness: a recorder in front of any node that logs every JSON-RPC call and can
-// fail the next calls on demand, an evtctl node (pkg/server over pkg/eventlog) that can be
+// fail the next calls on demand, an evtctl node (internal/server over internal/eventlog) that can be
 // restarted on the same address, a common interface over it and the fake Tendermint node,
 // and a Stream runner that collects what fn receives.
 
@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/internal/tmfake"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
 )
 
 // --- fault injection and call recording ------------------------------------------------------
@@ -312,7 +312,7 @@ func forKinds(t *testing.T, kinds []nodeKind, body func(t *testing.T, k nodeKind
 	}
 }
 
-// evtNode is an evtctl node: pkg/server over pkg/eventlog on loopback.
+// evtNode is an evtctl node: internal/server over internal/eventlog on loopback.
 type evtNode struct {
 	t    testing.TB
 	o    nodeOpts

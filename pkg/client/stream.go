@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
-	"github.com/evtctl/evtctl/pkg/retry"
 )
 
 // Backoff shapes retries: capped exponential delays with jitter. A node's Retry-After wins

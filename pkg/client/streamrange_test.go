@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/eventlog"
-	"github.com/evtctl/evtctl/pkg/server"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // cutter is a node whose streams are cut off: the first `cuts` streams lose their

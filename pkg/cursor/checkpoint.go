@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/evtctl/evtctl/pkg/atomicfile"
+	"github.com/evtctl/evtctl/internal/atomicfile"
 )
 
 // Checkpoint records how far a consumer got. It is written only after the output for the

@@ -1,0 +1,252 @@
+package deliver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/internal/jsonspace"
+)
+
+// EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
+// HTTP binding requires: space, '"', '%' and every byte outside 0x21-0x7E
+// (so each byte of a non-ASCII UTF-8 sequence) become %XX with upper-case
+// hex digits; other bytes are kept. A value needing no encoding is
+// returned unchanged.
+func EncodeHeaderValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if needsEscape(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if needsEscape(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func needsEscape(c byte) bool {
+	return c < 0x21 || c > 0x7e || c == '"' || c == '%'
+}
+
+// HeaderEncoding is how binary mode writes attribute values into ce- headers.
+type HeaderEncoding int
+
+const (
+	// HeaderPercent percent-encodes values as the CloudEvents HTTP binding
+	// requires (see EncodeHeaderValue). It is the zero value.
+	HeaderPercent HeaderEncoding = iota
+	// HeaderRaw sends values as they are, for receivers that do not
+	// percent-decode ce- headers, such as those built on sdk-go v2. A value
+	// that cannot go in a header as it is (a non-ASCII or control
+	// character, or a space at either end, which HTTP drops) is refused.
+	HeaderRaw
+)
+
+// String returns "percent" or "raw".
+func (e HeaderEncoding) String() string {
+	switch e {
+	case HeaderPercent:
+		return "percent"
+	case HeaderRaw:
+		return "raw"
+	}
+	return "HeaderEncoding(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ParseHeaderEncoding parses "percent" or "raw".
+func ParseHeaderEncoding(s string) (HeaderEncoding, error) {
+	for _, e := range []HeaderEncoding{HeaderPercent, HeaderRaw} {
+		if strings.EqualFold(s, e.String()) {
+			return e, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown header encoding %q: want percent or raw", s)
+}
+
+// headerValue returns the ce- header value for s.
+func (e HeaderEncoding) headerValue(s string) (string, error) {
+	if e != HeaderRaw {
+		return EncodeHeaderValue(s), nil
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 0x80:
+			return "", fmt.Errorf("%q has a non-ASCII character, which cannot go in a header unencoded", s)
+		case c < 0x20 || c == 0x7f:
+			return "", fmt.Errorf("%q has a control character, which cannot go in a header unencoded", s)
+		}
+	}
+	if s != "" && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return "", fmt.Errorf("%q begins or ends with a space, which HTTP drops from a header", s)
+	}
+	return s, nil
+}
+
+// binaryRequest is an event split into binary-mode headers and body.
+type binaryRequest struct {
+	header http.Header
+	body   []byte
+}
+
+// toBinary maps one event in the JSON format to the HTTP binary content
+// mode: every attribute and extension becomes a ce- header, encoded as enc
+// says, datacontenttype becomes Content-Type, and the data becomes the body.
+// JSON data is sent as the event holds it, whitespace included, so an event
+// an evtctl node stored from a binary-mode request goes out with the body it
+// came with.
+func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(event, &members); err != nil {
+		return binaryRequest{}, fmt.Errorf("decoding the event: %w", err)
+	}
+	if members == nil {
+		return binaryRequest{}, fmt.Errorf("decoding the event: not a JSON object")
+	}
+	h := make(http.Header, len(members))
+	var ct string
+	hasCT := false
+	if raw, ok := members["datacontenttype"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &ct); err != nil {
+			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\": not a string")
+		}
+		if strings.ContainsAny(ct, "\r\n\x00") {
+			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\" %q contains a control character", ct)
+		}
+		hasCT = true
+		h["Content-Type"] = []string{ct}
+	}
+	for name, raw := range members {
+		switch name {
+		case "datacontenttype", "data", "data_base64":
+			continue
+		}
+		if !cevent.ValidAttributeName(name) {
+			return binaryRequest{}, fmt.Errorf("member %q is not a valid CloudEvents attribute name and cannot be sent as a ce- header", name)
+		}
+		v, ok, err := attrString(raw)
+		if err != nil {
+			return binaryRequest{}, fmt.Errorf("attribute %q: %w", name, err)
+		}
+		if ok {
+			hv, err := enc.headerValue(v)
+			if err != nil {
+				return binaryRequest{}, fmt.Errorf("attribute %q: %w; send it percent-encoded or in structured mode", name, err)
+			}
+			h[http.CanonicalHeaderKey("ce-"+name)] = []string{hv}
+		}
+	}
+	var body []byte
+	data, hasData := members["data"]
+	data64, hasData64 := members["data_base64"]
+	switch {
+	case hasData && hasData64 && !isNull(data) && !isNull(data64):
+		return binaryRequest{}, fmt.Errorf("the event has both \"data\" and \"data_base64\"")
+	case hasData64 && !isNull(data64):
+		var s string
+		if err := json.Unmarshal(data64, &s); err != nil {
+			return binaryRequest{}, fmt.Errorf("member \"data_base64\": not a string")
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return binaryRequest{}, fmt.Errorf("member \"data_base64\": %w", err)
+		}
+		body = b
+	case hasData && !isNull(data):
+		body = memberText(event, data)
+		// A JSON string under a non-JSON content type is the data's text.
+		if hasCT && !cevent.IsJSONMediaType(ct) && data[0] == '"' {
+			var s string
+			if err := json.Unmarshal(data, &s); err != nil {
+				return binaryRequest{}, fmt.Errorf("member \"data\": %w", err)
+			}
+			body = []byte(s)
+		}
+	}
+	return binaryRequest{header: h, body: body}, nil
+}
+
+// memberText returns the text of the top-level data member of the JSON
+// object event, whose value is data: the bytes between the colon and the
+// next ',' or '}', whitespace included. If they cannot be found, it returns
+// data.
+func memberText(event []byte, data json.RawMessage) []byte {
+	if bytes.IndexAny(event, " \t\r\n") < 0 {
+		return data // compact: no whitespace to keep
+	}
+	r := gjson.GetBytes(event, "data")
+	start, end := r.Index, r.Index+len(r.Raw)
+	if r.Index <= 0 || end > len(event) || !bytes.Equal(event[start:end], bytes.TrimSpace(data)) {
+		return data
+	}
+	for start > 0 && jsonspace.Is(event[start-1]) {
+		start--
+	}
+	for end < len(event) && jsonspace.Is(event[end]) {
+		end++
+	}
+	if start == 0 || event[start-1] != ':' || end == len(event) || event[end] != ',' && event[end] != '}' {
+		return data
+	}
+	return event[start:end]
+}
+
+// attrString returns the header form of an attribute's JSON value: a
+// string's text, or the literal of a number or boolean. A null means the
+// attribute is absent (ok false).
+func attrString(raw json.RawMessage) (s string, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || isNull(raw) {
+		return "", false, nil
+	}
+	switch raw[0] {
+	case '"':
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	case '{', '[':
+		return "", false, fmt.Errorf("a JSON object or array is not a CloudEvents attribute value")
+	default: // number, true, false
+		return string(raw), true, nil
+	}
+}
+
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// Encode returns the headers and body of the request that carries one event (a CloudEvent
+// in JSON format) in Binary or Structured mode, exactly as Send would make them; enc
+// applies to Binary mode.
+func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, error) {
+	switch mode {
+	case Structured:
+		return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
+	case Binary:
+		br, err := toBinary(event, enc)
+		if err != nil {
+			return nil, nil, err
+		}
+		return br.header, br.body, nil
+	}
+	return nil, nil, fmt.Errorf("mode %s does not carry one event per request", mode)
+}

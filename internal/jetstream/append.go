@@ -1,0 +1,379 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// ack is where one published message landed.
+type ack struct {
+	seq uint64
+	dup bool // an earlier message with the same id holds seq
+}
+
+// errFallback says an atomic batch was refused for a reason that publishing its messages
+// one by one does not have (a message id already stored, batches disabled, too large).
+var errFallback = errors.New("publish the batch message by message")
+
+// trackWait is how long an Append waits for the ordered consumer to report the stored
+// times of its messages before reading them from the stream itself.
+const trackWait = 500 * time.Millisecond
+
+// Append implements eventlog.Store.
+//
+// A single event is one publish. Up to 1000 events are one atomic batch when the stream
+// takes them (nats-server 2.12 or later): all are stored or none, in one run of sequences.
+// Larger slices go as several batches, one after another, each all-or-nothing. Events go
+// one by one, pipelined, when the stream takes no batches, and when a batch repeats an
+// event already stored (JetStream refuses such a batch whole): then each repeat is
+// answered as a duplicate and the others are stored. When some of a slice was stored and
+// the rest failed, the error says how many; a retry with the same events stores the rest
+// and answers the stored ones as duplicates.
+//
+// An event is acknowledged once JetStream has stored it: on a replicated stream, once a
+// majority of the replicas has it. Whether that is on disk depends on the NATS servers'
+// sync_interval (fsync every two minutes by default; "always" for every write).
+func (s *Store) Append(ctx context.Context, entries []eventlog.Entry) ([]eventlog.AppendResult, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if !s.enter() {
+		return nil, eventlog.ErrClosed
+	}
+	defer s.leave()
+	if err := s.refusal(); err != nil {
+		return nil, err
+	}
+	if err := s.writeError(); err != nil {
+		return nil, err
+	}
+
+	// A repeat within the slice is answered with the cursor of its first occurrence, as
+	// the embedded log does; JetStream would refuse an atomic batch holding both.
+	firstOf := make([]int, len(entries))
+	var uniq []int
+	var seen map[string]int
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		firstOf[i] = i
+		if s.dedupe {
+			keys[i] = msgID(e.Source, e.ID)
+			if len(entries) > 1 {
+				if seen == nil {
+					seen = make(map[string]int, len(entries))
+				}
+				if j, ok := seen[keys[i]]; ok {
+					firstOf[i] = j
+					continue
+				}
+				seen[keys[i]] = i
+			}
+		}
+		uniq = append(uniq, i)
+	}
+
+	before, _ := s.tr.head()
+	floor := s.tr.floorTS()
+	msgs := make([]*nats.Msg, len(uniq))
+	for k, i := range uniq {
+		h := nats.Header{hdrType: []string{entries[i].Type}}
+		if floor > 0 {
+			h[hdrFloor] = []string{formatFloor(floor)}
+		}
+		if s.dedupe {
+			h[hdrMsgID] = []string{keys[i]}
+		}
+		msgs[k] = &nats.Msg{Subject: s.subject, Header: h, Data: entries[i].JSON}
+	}
+	acks, err := s.publish(ctx, msgs)
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]uint64, len(acks))
+	trusted := true
+	for k, a := range acks {
+		seqs[k] = a.seq
+		if !a.dup && a.seq <= before {
+			// A new message cannot have a sequence this node saw before it was sent: the
+			// stream was recreated and numbers from 1 again. Read cursors from the stream.
+			trusted = false
+		}
+	}
+	if !trusted {
+		select {
+		case s.lookNow <- struct{}{}:
+		default:
+		}
+	}
+	cs, err := s.cursorsOf(ctx, seqs, trusted)
+	if err != nil {
+		return nil, fmt.Errorf("the events were stored, but reading back their cursors failed: %w", err)
+	}
+
+	res := make([]eventlog.AppendResult, len(entries))
+	var added, bytes, dups uint64
+	for k, i := range uniq {
+		res[i] = eventlog.AppendResult{Cursor: cs[k], Duplicate: acks[k].dup}
+		if acks[k].dup {
+			dups++
+		} else {
+			added++
+			bytes += uint64(len(entries[i].JSON))
+		}
+	}
+	for i := range entries {
+		if j := firstOf[i]; j != i {
+			res[i] = eventlog.AppendResult{Cursor: res[j].Cursor, Duplicate: true}
+			dups++
+		}
+	}
+	s.appended.Add(added)
+	s.appendedBytes.Add(bytes)
+	s.duplicates.Add(dups)
+	return res, nil
+}
+
+// publish stores msgs in order and returns where each landed.
+func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+	if len(msgs) == 1 || !s.atomic.Load() {
+		return s.publishEach(ctx, msgs)
+	}
+	acks := make([]ack, 0, len(msgs))
+	for off := 0; off < len(msgs); off += maxAtomicBatch {
+		chunk := msgs[off:min(off+maxAtomicBatch, len(msgs))]
+		var a []ack
+		var err error
+		if len(chunk) == 1 {
+			a, err = s.publishEach(ctx, chunk)
+		} else if a, err = s.publishAtomic(ctx, chunk); errors.Is(err, errFallback) {
+			a, err = s.publishEach(ctx, chunk)
+		}
+		if err != nil {
+			if off > 0 {
+				return nil, fmt.Errorf("%w (the first %d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", err, off, len(msgs))
+			}
+			return nil, err
+		}
+		acks = append(acks, a...)
+	}
+	return acks, nil
+}
+
+// publishAtomic publishes msgs as one atomic batch: the server stages them and stores all
+// at the commit, which it acknowledges with the last sequence and the count.
+func (s *Store) publishAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+	for attempt := 0; ; attempt++ {
+		a, err := s.tryAtomic(ctx, msgs)
+		var je *batchBusy
+		if !errors.As(err, &je) || attempt == 3 {
+			return a, err
+		}
+		// Too many batches in flight at the stream (from all nodes): wait a little.
+		select {
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// batchBusy is the stream refusing a batch because too many are in flight.
+type batchBusy struct{ error }
+
+func (e *batchBusy) Unwrap() error { return e.error }
+
+func (s *Store) tryAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+	select {
+	case s.batches <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.batches }()
+	reply, ch, done := s.mux.open(1)
+	defer done()
+	defer func() {
+		// The messages may be published again one by one.
+		for _, m := range msgs {
+			delete(m.Header, hdrBatchID)
+			delete(m.Header, hdrBatchSeq)
+			delete(m.Header, hdrBatchCommit)
+			m.Reply = ""
+		}
+	}()
+	id := nuid.Next()
+	for i, m := range msgs {
+		m.Header[hdrBatchID] = []string{id}
+		m.Header[hdrBatchSeq] = []string{strconv.Itoa(i + 1)}
+		if i == len(msgs)-1 {
+			m.Header[hdrBatchCommit] = []string{"1"}
+			m.Reply = reply
+		}
+		if err := s.nc.PublishMsg(m); err != nil {
+			return nil, s.connErr(err)
+		}
+	}
+	t := time.NewTimer(s.opts.Timeout)
+	defer t.Stop()
+	m, err := s.await(ctx, ch, t)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the batch may or may not have been stored; a retry with the same events is answered from the duplicates window)", err)
+	}
+	a, err := s.readAck(m)
+	if err != nil {
+		var je *jsError
+		if errors.As(err, &je) {
+			switch je.e.ErrCode {
+			case errAtomicDuplicate, errAtomicDisabled, errAtomicTooLarge, errAtomicBadHeader:
+				if je.e.ErrCode == errAtomicDisabled {
+					s.atomic.Store(false)
+				}
+				return nil, errFallback
+			}
+		}
+		if a.Error != nil && a.Error.ErrCode == errAtomicTooInflight {
+			return nil, &batchBusy{err}
+		}
+		return nil, err
+	}
+	n := len(msgs)
+	if a.Count != n || a.Seq < uint64(n) {
+		return nil, fmt.Errorf("NATS JetStream acknowledged a batch of %d events with count %d at sequence %d", n, a.Count, a.Seq)
+	}
+	acks := make([]ack, n)
+	for i := range acks {
+		acks[i] = ack{seq: a.Seq - uint64(n-1-i)}
+	}
+	return acks, nil
+}
+
+// maxInFlight bounds the messages this node has published and not yet seen acknowledged,
+// all appends together: a publish waits for room (up to the store's timeout).
+const maxInFlight = 4096
+
+// publishEach publishes msgs one by one, pipelined with the publishes of other appends
+// (nats.go's asynchronous publish, within maxInFlight), and waits for every
+// acknowledgement. The connection keeps their order, so the stream does too.
+func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
+	var sendErr error
+	for _, m := range msgs {
+		f, err := s.pub.PublishMsgAsync(m, jetstream.WithStallWait(s.opts.Timeout))
+		if err != nil {
+			sendErr = err
+			break // wait for those sent, to report how many were stored
+		}
+		futs = append(futs, f)
+	}
+	if len(futs) == 0 {
+		return nil, s.pubErr(sendErr)
+	}
+	t := time.NewTimer(s.opts.Timeout + time.Second) // the publisher's own timeout fires first
+	defer t.Stop()
+	acks := make([]ack, len(msgs))
+	var firstErr error
+	stored := 0
+	for i, f := range futs {
+		var err error
+		select {
+		case pa := <-f.Ok():
+			acks[i] = ack{seq: pa.Sequence, dup: pa.Duplicate}
+			if pa.Sequence == 0 {
+				err = unavailable("NATS JetStream acknowledged a message without a sequence")
+			}
+		case e := <-f.Err():
+			err = s.pubErr(e)
+		case <-t.C:
+			err = errAckTimeout
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-s.quit:
+			err = eventlog.ErrClosed
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			if errors.Is(err, context.Canceled) || errors.Is(err, eventlog.ErrClosed) || err == errAckTimeout {
+				break
+			}
+			continue
+		}
+		stored++
+	}
+	switch {
+	case firstErr != nil && len(msgs) == 1:
+		return nil, firstErr
+	case firstErr != nil:
+		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", firstErr, stored, len(msgs))
+	case len(futs) < len(msgs):
+		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)",
+			s.pubErr(sendErr), stored, len(msgs))
+	}
+	return acks, nil
+}
+
+var errAckTimeout = unavailable("no acknowledgement from NATS in time")
+
+// pubErr classifies an error of an asynchronous publish.
+func (s *Store) pubErr(err error) error {
+	switch {
+	case err == nil:
+		return unavailable("the connection to NATS failed while publishing")
+	case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+		return unavailable("NATS JetStream acknowledges more slowly than events arrive (%d in flight)", maxInFlight)
+	case errors.Is(err, jetstream.ErrAsyncPublishTimeout):
+		return unavailable("no acknowledgement from NATS within %v", s.opts.Timeout)
+	case errors.Is(err, nats.ErrDisconnected):
+		return unavailable("disconnected from NATS while publishing")
+	}
+	return s.jsErr(err)
+}
+
+// cursorsOf returns the cursors of the messages at seqs: from the ordered consumer's
+// reports when it has seen them (it normally has within a millisecond or two), else read
+// from the stream. A duplicate whose original retention has removed gets the cursor time
+// of the next message: its cursor still sorts where the original did.
+func (s *Store) cursorsOf(ctx context.Context, seqs []uint64, trusted bool) ([]cursor.Cursor, error) {
+	var top uint64
+	for _, q := range seqs {
+		top = max(top, q)
+	}
+	if trusted {
+		s.tr.waitFor(ctx, top, trackWait)
+	}
+	cs := make([]cursor.Cursor, len(seqs))
+	lk := s.newLookup(ctx, max(top, s.headSeq()))
+	lk.untracked = !trusted
+	for i, q := range seqs {
+		if ts, ok := s.tr.lookup(q); ok && trusted {
+			cs[i] = cursor.New(ts, q, cursor.NodeWidth)
+			continue
+		}
+		c, err := lk.at(q)
+		if err != nil {
+			return nil, err
+		}
+		cs[i] = cursor.New(c.TS, q, cursor.NodeWidth)
+		if c.Seq == q && q > s.headSeq() && trusted {
+			// The ordered consumer is behind (starting over elsewhere): what this node
+			// stored is the head, for its own reads and its waiting readers.
+			s.tr.note(q, c.TS, true)
+		}
+	}
+	return cs, nil
+}
+
+func (s *Store) headSeq() uint64 {
+	last, _ := s.tr.head()
+	return last
+}

@@ -1,0 +1,76 @@
+package jetstream_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/jetstream"
+	evserver "github.com/evtctl/evtctl/internal/server"
+)
+
+// When reads fail while the connection and the stream's info are fine (here: the node's
+// NATS user may not make direct gets), /healthz fails too, and says why.
+func TestHealthFailsWhenReadsFail(t *testing.T) {
+	opts := &server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+		Users: []*server.User{{Username: "evtctl", Password: "s3cret"}},
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server did not start")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	st, err := jetstream.Open(ctx, jetstream.Options{URL: s.ClientURL(), Stream: "DENIED", Manage: true, Timeout: time.Second,
+		NATSOptions: []nats.Option{nats.UserInfo("evtctl", "s3cret")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Append(ctx, []eventlog.Entry{ev(1)}); err != nil {
+		t.Fatal(err)
+	}
+	// The operator takes away the node's right to direct gets.
+	denied := *opts
+	denied.Users = []*server.User{{
+		Username: "evtctl", Password: "s3cret",
+		Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.DIRECT.GET.>"}}},
+	}}
+	if err := s.ReloadOptions(&denied); err != nil {
+		t.Fatal(err)
+	}
+	h := evserver.New(evserver.Config{Store: st})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	defer h.Shutdown()
+	if _, err := st.Read(ctx, eventlog.Query{Max: 1}); err == nil {
+		t.Fatal("a read without permission for direct gets succeeded")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz answers %d while every read fails", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := st.Failed(); err == nil {
+		t.Fatal("Failed() is nil while reads fail")
+	}
+}

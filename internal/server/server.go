@@ -1,0 +1,922 @@
+// Package server is the node's HTTP API: the `events` method of Tendermint's ADR-075 over
+// JSON-RPC and GET, CloudEvents ingest, Evented API signals, health and metrics.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/internal/eventlog"
+)
+
+// Config configures a Server. Zero values take the defaults noted.
+type Config struct {
+	Store        eventlog.Store
+	DefaultItems int           // items per page when a request asks for none; default 10
+	MaxItems     int           // cap on items per page; default 100
+	DefaultWait  time.Duration // long-poll wait when a request gives none; default 1s
+	MaxWait      time.Duration // cap on long-poll waits; default 30s
+	MaxBody      int64         // cap on an ingest request body; default 8 MiB
+	MaxRPCBody   int64         // cap on a JSON-RPC request body; default 1 MiB
+	MaxEventSize int           // cap on one event in JSON format; default 64 KiB
+	MaxWaiters   int           // long-polls waiting at once; default 20,000
+	MaxIngest    int           // ingest requests being decoded and appended at once; default 64
+	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
+	ReadToken    string        // bearer token for reading (events, metrics); "" = open
+	IngestToken  string        // bearer token for ingest and signals; "" = open
+	Logger       *slog.Logger
+	Version      string
+	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
+	BodyTimeout time.Duration
+	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
+	// from the first byte received until the request no longer needs it; default 64 MiB, and
+	// at least MaxBody.
+	MaxBodyMemory int64
+	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
+	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
+	// at least twice MaxEventSize and 16 KiB, room for one item of the largest size.
+	MaxReplyBytes int
+	// ScanBudget bounds the work of one request's filter: the bytes of events it examines,
+	// each counted once for every pass the filter makes over it (filter.Query.Work). A read
+	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
+	// the costliest filter.
+	ScanBudget int64
+}
+
+// Server is an http.Handler serving the node's API.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	metrics  *metrics
+	quit     chan struct{}
+	quitOnce sync.Once
+	waiters  atomic.Int64
+	bodies   atomic.Int64 // bytes of request bodies held (MaxBodyMemory)
+
+	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
+	ingest      chan struct{} // semaphore
+	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
+	limits      cevent.Limits
+	shared      shareCache // reads shared by long-polls asking the same
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.DefaultItems <= 0 {
+		cfg.DefaultItems = 10
+	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = 100
+	}
+	if cfg.DefaultWait <= 0 {
+		cfg.DefaultWait = time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 30 * time.Second
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	if cfg.MaxRPCBody <= 0 {
+		cfg.MaxRPCBody = 1 << 20
+	}
+	if cfg.MaxEventSize <= 0 {
+		cfg.MaxEventSize = 64 << 10
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = 20_000
+	}
+	if cfg.MaxReads <= 0 {
+		cfg.MaxReads = 4 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxIngest <= 0 {
+		cfg.MaxIngest = 64
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
+	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = 64 << 20
+	}
+	// Room for at least one body of the largest size, or such bodies would never be taken.
+	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody, cfg.MaxRPCBody)
+	if cfg.MaxReplyBytes <= 0 {
+		cfg.MaxReplyBytes = 4 << 20
+	}
+	// A reply always has room for one item of the largest size (an event whose type is as
+	// long as the rest of it, which an item holds twice), and for the ends of a batch's
+	// other replies.
+	cfg.MaxReplyBytes = max(cfg.MaxReplyBytes, 2*cfg.MaxEventSize+16<<10)
+	if cfg.ScanBudget <= 0 {
+		cfg.ScanBudget = 1_500_000_000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		mux:    http.NewServeMux(),
+		quit:   make(chan struct{}),
+		ingest: make(chan struct{}, cfg.MaxIngest),
+		reads:  make(chan struct{}, cfg.MaxReads),
+		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
+	}
+	s.metrics = newMetrics(s)
+	s.route("POST /{$}", "rpc", advertiseStream(s.read(s.handleRPC)))
+	s.route("GET /events", "events_get", advertiseStream(s.read(s.handleGetEvents)))
+	s.route("GET "+StreamPath, "stream", s.read(s.handleStream))
+	s.route("POST /events", "ingest", s.write(s.handleIngest))
+	s.route("OPTIONS /events", "ingest_options", http.HandlerFunc(cevent.HandleWebhookOptions))
+	s.route("/signal/{entity}", "signal", s.write(s.handleSignal))
+	s.route("GET /healthz", "healthz", http.HandlerFunc(s.handleHealth))
+	s.route("GET /metrics", "metrics", s.read(s.metrics.handler()))
+	s.route("GET /{$}", "index", http.HandlerFunc(s.handleIndex))
+	return s
+}
+
+func (s *Server) route(pattern, name string, h http.Handler) {
+	s.mux.Handle(pattern, s.metrics.instrument(name, h))
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Shutdown wakes every waiting long-poll, which answers at once with what it has. Call it
+// before http.Server.Shutdown so that waiting readers do not hold shutdown up.
+func (s *Server) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
+
+// Waiters is the number of long-polls waiting now.
+func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// --- auth -------------------------------------------------------------------------------
+
+func (s *Server) read(h http.HandlerFunc) http.Handler  { return s.auth(s.cfg.ReadToken, h) }
+func (s *Server) write(h http.HandlerFunc) http.Handler { return s.auth(s.cfg.IngestToken, h) }
+
+func (s *Server) auth(token string, h http.HandlerFunc) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl"`)
+			writeError(w, http.StatusUnauthorized, "this node requires a bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		if got, ok := bearer(r); !ok || !tokenIs(got, want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="evtctl", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, "the bearer token is not valid for this endpoint")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// bearer returns the token of a request's Authorization header in the Bearer scheme, whose
+// name is matched without regard to case (RFC 7235).
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
+}
+
+// tokenIs compares a token with the digest of the one wanted in constant time, its length
+// included.
+func tokenIs(got string, want [sha256.Size]byte) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+// --- plain JSON replies -----------------------------------------------------------------
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the reply failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Index *int   `json:"index,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+func retryAfter(w http.ResponseWriter, seconds int) {
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+}
+
+// handleHealth stays open for load balancers; with a read token set, details (counts,
+// cursors, error text with file paths) are shown only to a caller that sends it.
+//
+// Status: "ok"; "degraded" (HTTP 200: the node serves, but ranges of its log were lost to
+// damage, or appends are refused for a passing reason such as a full disk — details say
+// which); "failed" or "shutting down" (HTTP 503).
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	detail := s.cfg.ReadToken == ""
+	if got, ok := bearer(r); ok && !detail {
+		detail = tokenIs(got, sha256.Sum256([]byte(s.cfg.ReadToken)))
+	}
+	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
+		if err := f.Failed(); err != nil {
+			body := map[string]string{"status": "failed"}
+			if detail {
+				body["error"] = err.Error()
+			}
+			writeJSON(w, http.StatusServiceUnavailable, body)
+			return
+		}
+	}
+	select {
+	case <-s.quit:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		return
+	default:
+	}
+	st := s.cfg.Store.Stats()
+	unwritable := s.unwritable()
+	status := "ok"
+	if len(st.Damage) > 0 || unwritable != nil {
+		status = "degraded"
+	}
+	if !detail {
+		writeJSON(w, http.StatusOK, map[string]string{"status": status})
+		return
+	}
+	body := map[string]any{
+		"status": status, "version": s.cfg.Version,
+		"items": st.Items, "oldest": st.Oldest, "newest": st.Newest,
+		"checked": st.Checked,
+	}
+	if len(st.Damage) > 0 {
+		ranges := make([]map[string]any, len(st.Damage))
+		for i, d := range st.Damage {
+			rg := map[string]any{"first_seq": d.First, "last_seq": d.Last, "events": d.Count(), "reason": d.Reason}
+			if !d.After.IsZero() {
+				rg["after"] = d.After.String()
+			}
+			if !d.Next.IsZero() {
+				rg["next"] = d.Next.String()
+			}
+			if d.File != "" {
+				rg["file"], rg["offset"] = d.File, d.Offset
+				if d.End > 0 {
+					rg["end"] = d.End
+				}
+			}
+			ranges[i] = rg
+		}
+		body["damaged"], body["lost_events"] = ranges, st.Lost
+	}
+	if unwritable != nil {
+		body["appends"] = "refused for now: " + unwritable.Error()
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// unwritable is why appends fail for now, when the store says so (a full disk).
+func (s *Server) unwritable() error {
+	if u, ok := s.cfg.Store.(interface{ Unwritable() error }); ok {
+		return u.Unwritable()
+	}
+	return nil
+}
+
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "evtctl node %s\n\n"+
+		"POST /              JSON-RPC 2.0, method \"events\" (Tendermint ADR-075)\n"+
+		"GET  /events        the events method by query string\n"+
+		"POST /events        CloudEvents ingest: binary, structured or batch\n"+
+		"/signal/<entity>    Evented API signals\n"+
+		"GET  /healthz       health\n"+
+		"GET  /metrics       Prometheus metrics\n", s.cfg.Version)
+}
+
+// --- events -------------------------------------------------------------------------------
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty"`
+
+	retryAfter int // seconds, sent as Retry-After with a single call's reply; 0: none
+}
+
+// JSON-RPC error codes, as a Tendermint node uses them.
+const (
+	codeParse          = -32700
+	codeInvalidRequest = -32600
+	codeNoMethod       = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+	codeBusy           = -32000 // evtctl: too many waiting readers, or the log is unavailable; retry
+)
+
+func newRPCError(code int, data string) *rpcError {
+	return &rpcError{Code: code, Message: rpcMessage(code), Data: data}
+}
+
+func rpcMessage(code int) string {
+	switch code {
+	case codeParse:
+		return "Parse error"
+	case codeInvalidRequest:
+		return "Invalid Request"
+	case codeNoMethod:
+		return "Method not found"
+	case codeInvalidParams:
+		return "Invalid params"
+	case codeInternal:
+		return "Internal error"
+	case codeBusy:
+		return "Server busy"
+	}
+	return ""
+}
+
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
+	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "")
+	if !ok {
+		return
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var reqs []json.RawMessage // copies: the body can go
+		err := json.Unmarshal(body, &reqs)
+		s.releaseBody(held)
+		s.handleBatch(w, r, reqs, err)
+		return
+	}
+	id, p, rerr := decodeCall(body)
+	s.releaseBody(held)
+	if rerr == nil && p == nil {
+		// A notification: HTTP 200 with no body, as from a Tendermint node.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	var res result
+	if rerr == nil {
+		// The page is bounded; the envelope and the id, which echoes the request, come on top.
+		res, rerr = s.events(r.Context(), p)
+	}
+	s.writeCall(w, id, res, rerr)
+	res.release()
+}
+
+// envelopeSize is room for the JSON-RPC envelope of a reply with this id.
+func envelopeSize(id json.RawMessage) int { return len(id) + 48 }
+
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json.RawMessage, err error) {
+	var out bytes.Buffer
+	if err != nil {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
+		return
+	}
+	if len(reqs) == 0 {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "an empty batch"))
+		return
+	}
+	if len(reqs) > 16 {
+		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
+		return
+	}
+	// The calls run one after another; they share one wait, so that a batch of
+	// long-polls answers within the write timeout, as a single call does, and one reply
+	// budget, of which each call keeps back room for the replies of the calls after it.
+	// Each reply is written as soon as it is ready: the batch never holds more than one
+	// page.
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.MaxWait)
+	defer cancel()
+	calls := make([]batchCall, len(reqs))
+	kept := 0 // room kept back for the calls not yet run
+	for i, raw := range reqs {
+		c := &calls[i]
+		c.id, c.p, c.rerr = decodeCall(raw)
+		reqs[i] = nil
+		if c.rerr != nil || c.p != nil {
+			c.room = envelopeSize(c.id) + replyTrailer
+			kept += c.room
+		}
+	}
+	left := s.cfg.MaxReplyBytes
+	scan := s.cfg.ScanBudget
+	replies, items := 0, 0
+	for i := range calls {
+		c := &calls[i]
+		if c.rerr == nil && c.p == nil {
+			continue // a notification has no place among the replies
+		}
+		kept -= c.room
+		var res result
+		rerr := c.rerr
+		if rerr == nil {
+			res, rerr = s.eventsWithin(ctx, c.p, callBudget{reply: left - kept - envelopeSize(c.id), force: items == 0, scan: &scan})
+		}
+		out.Reset()
+		if replies == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			out.WriteByte('[')
+		} else {
+			out.WriteByte(',')
+		}
+		replies++
+		items += res.items
+		if rerr != nil {
+			appendRPC(&out, c.id, nil, rerr)
+			_, _ = w.Write(out.Bytes())
+		} else {
+			appendRPC(&out, c.id, nil, nil)
+			out.Truncate(out.Len() - 1) // without the closing brace
+			_, _ = w.Write(out.Bytes())
+			_, _ = w.Write(res.b)
+			_, _ = w.Write([]byte("}"))
+			res.release()
+		}
+		left -= out.Len() + len(res.b) + 1
+	}
+	if replies == 0 {
+		// Notifications alone: nothing to answer, as with a single one.
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	_, _ = w.Write([]byte("]\n"))
+}
+
+// batchCall is one call of a batch, decoded.
+type batchCall struct {
+	id   json.RawMessage
+	p    *eventsParams // nil for a notification or an error
+	rerr *rpcError
+	room int // bytes its reply takes when it is an error or a page without items
+}
+
+func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
+	var out bytes.Buffer
+	if rerr != nil {
+		if rerr.retryAfter > 0 {
+			retryAfter(w, rerr.retryAfter)
+		}
+		appendRPC(&out, id, nil, rerr)
+		writeRaw(w, out.Bytes())
+		return
+	}
+	// Write the envelope around the result rather than copying a page of up to megabytes.
+	appendRPC(&out, id, nil, nil)
+	head := out.Bytes()[:out.Len()-1] // without the closing brace
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(res.b)+2))
+	_, _ = w.Write(head)
+	_, _ = w.Write(res.b)
+	_, _ = w.Write([]byte("}\n"))
+}
+
+func writeRaw(w http.ResponseWriter, b []byte) {
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	// A length lets the client read a large page in one allocation, not chunk by chunk.
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+func (s *Server) writeRPC(w http.ResponseWriter, out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
+	appendRPC(out, id, result, e)
+	writeRaw(w, out.Bytes())
+}
+
+// appendRPC writes one JSON-RPC response object.
+func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out.WriteString(`{"jsonrpc":"2.0","id":`)
+	out.Write(id)
+	if e != nil {
+		b, _ := json.Marshal(e)
+		out.WriteString(`,"error":`)
+		out.Write(b)
+	} else {
+		out.WriteString(`,"result":`)
+		out.Write(result)
+	}
+	out.WriteByte('}')
+}
+
+// decodeCall decodes a request object: the id and params of a call, an error to answer
+// (with the id, if it could be read), or for a notification nothing at all. The id is a
+// copy, so that a long-poll does not keep the request body while it waits.
+func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
+	if id, p, ok := decodeCallFast(raw); ok {
+		return id, p, nil
+	}
+	return decodeCallSlow(raw)
+}
+
+// decodeCallSlow decodes any request object as a Tendermint node does (Go's encoding/json:
+// member names without regard to case, the last of two winning), with JSON-RPC 2.0's codes.
+// "jsonrpc" may be left out. A call without an id, or with a null one, is a notification; an
+// id is otherwise a string or a whole number.
+func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
+	var req rpcRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(raw) {
+			return nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error())
+		}
+		return nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
+	}
+	var id json.RawMessage
+	if !isNull(req.ID) && len(req.ID) > 0 {
+		if !validID(req.ID) {
+			return nil, nil, newRPCError(codeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
+		}
+		id = echoID(req.ID)
+	}
+	if req.JSONRPC != "" && req.JSONRPC != "2.0" {
+		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
+	}
+	if id == nil {
+		return nil, nil, nil // a notification
+	}
+	if req.Method != "events" {
+		return id, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
+	}
+	p, err := decodeParams(req.Params)
+	if err != nil {
+		return id, nil, newRPCError(codeInvalidParams, err.Error())
+	}
+	return id, &p, nil
+}
+
+// echoID returns the id to echo, a copy: as sent, unless it is a string holding bytes that are
+// not UTF-8, which JSON text may not hold (RFC 8259). Such a string is echoed with each of
+// those bytes replaced by U+FFFD: what a lenient decoder (Go's, for one) reads from the id as
+// sent, so that a client still finds its reply, while one that decodes strictly is not given
+// invalid JSON. (A Tendermint node echoes the bytes as they are.)
+func echoID(id []byte) json.RawMessage {
+	if id[0] != '"' || utf8.Valid(id) {
+		return bytes.Clone(id)
+	}
+	var s string
+	_ = json.Unmarshal(id, &s) // valid JSON: each byte that is not UTF-8 becomes U+FFFD
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// validID reports whether an id's JSON text is a string or a whole number.
+func validID(id []byte) bool {
+	if id[0] == '"' {
+		return true
+	}
+	digits := bytes.TrimPrefix(id, []byte("-"))
+	return len(digits) > 0 && bytes.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// Not a query string at all (a bad %-escape, a semicolon): what the client meant
+		// cannot be told, so nothing is taken from it.
+		writeError(w, http.StatusBadRequest, "malformed query string: "+err.Error())
+		return
+	}
+	p, err := paramsFromQuery(values)
+	var res result
+	var rerr *rpcError
+	if err != nil {
+		rerr = newRPCError(codeInvalidParams, err.Error())
+	} else {
+		res, rerr = s.events(r.Context(), &p)
+	}
+	writeGet(w, res, rerr)
+	res.release()
+}
+
+func writeGet(w http.ResponseWriter, res result, rerr *rpcError) {
+	if rerr != nil {
+		// As Tendermint does for GET: the bare error object, with HTTP 200.
+		if rerr.retryAfter > 0 {
+			retryAfter(w, rerr.retryAfter)
+		}
+		b, _ := json.Marshal(rerr)
+		writeRaw(w, b)
+		return
+	}
+	// The page may be shared with other replies: write it as it is, then the newline.
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(res.b)+1))
+	_, _ = w.Write(res.b)
+	_, _ = w.Write([]byte("\n"))
+}
+
+// --- ingest -------------------------------------------------------------------------------
+
+// ingestResult is one event's answer in an ingest reply.
+type ingestResult struct {
+	Cursor    string `json:"cursor"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+func tooLarge(err error) bool {
+	var mb *http.MaxBytesError
+	return errors.As(err, &mb)
+}
+
+// acquireIngest takes an ingest slot, waiting briefly; false means the node is saturated.
+func (s *Server) acquireIngest(ctx context.Context) bool {
+	select {
+	case s.ingest <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(250 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case s.ingest <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// beginIngest reads the size-limited body, then takes an ingest slot: a client that is slow
+// to send its body holds no slot, only the bytes it has sent (see readBody). When ok is false
+// it has answered the request; otherwise the caller must call done.
+func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
+	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch")
+	if !ok {
+		return nil, nil, false
+	}
+	if !s.acquireIngest(r.Context()) {
+		s.releaseBody(held)
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
+		return nil, nil, false
+	}
+	return body, func() { <-s.ingest; s.releaseBody(held) }, true
+}
+
+// readBody reads a request body of at most limit bytes, which must arrive within
+// BodyTimeout, while the bytes of all bodies held stay within MaxBodyMemory. When ok is
+// false it has answered the request; otherwise the caller calls releaseBody(held) once it no
+// longer holds the body. hint follows the message of a body over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string) (body []byte, held int64, ok bool) {
+	setReadDeadline(w, time.Now().Add(s.cfg.BodyTimeout))
+	src := http.MaxBytesReader(w, r.Body, limit)
+	var err error
+	full := false
+	if r.ContentLength > limit {
+		// Said to be too large: refused without reading it.
+		w.Header().Set("Connection", "close")
+		err = &http.MaxBytesError{Limit: limit}
+	} else if n := r.ContentLength; n >= 0 {
+		// The usual case: the length is known, and the body is read into one buffer.
+		if full = !s.holdBody(&held, n); !full {
+			body = make([]byte, n)
+			_, err = io.ReadFull(src, body)
+		}
+	} else {
+		// A body of unknown length: held as it grows.
+		body = make([]byte, 0, 512)
+		if full = !s.holdBody(&held, int64(cap(body))); !full {
+			for {
+				if len(body) == cap(body) {
+					grow := min(int64(cap(body)), limit+1-int64(cap(body)))
+					if grow <= 0 {
+						err = &http.MaxBytesError{Limit: limit}
+						break
+					}
+					if full = !s.holdBody(&held, grow); full {
+						break
+					}
+					body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
+				}
+				var n int
+				n, err = src.Read(body[len(body):cap(body)])
+				body = body[:len(body)+n]
+				if err != nil {
+					if err == io.EOF {
+						err = nil
+					}
+					break
+				}
+			}
+		}
+	}
+	switch {
+	case full:
+		s.releaseBody(held)
+		w.Header().Set("Connection", "close")
+		retryAfter(w, 1)
+		writeError(w, http.StatusServiceUnavailable, "the node holds as many request bodies as it can; retry after the delay given")
+		return nil, 0, false
+	case err == nil:
+		// The body is in: a long-poll that follows must not be cut off by the deadline.
+		setReadDeadline(w, time.Time{})
+		return body, held, true
+	}
+	s.releaseBody(held)
+	switch {
+	case tooLarge(err):
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes%s", limit, hint))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout))
+	default:
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	}
+	return nil, 0, false
+}
+
+// holdBody counts n more bytes of bodies held against MaxBodyMemory, adding them to *held;
+// false, counting nothing, when they would go past it.
+func (s *Server) holdBody(held *int64, n int64) bool {
+	if s.bodies.Add(n) > s.cfg.MaxBodyMemory {
+		s.bodies.Add(-n)
+		return false
+	}
+	*held += n
+	return true
+}
+
+// releaseBody gives back the bytes of a body no longer held.
+func (s *Server) releaseBody(held int64) { s.bodies.Add(-held) }
+
+// setReadDeadline sets the read deadline of a request's connection, as
+// http.ResponseController does (without allocating one for each request).
+func setReadDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch rw := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = rw.SetReadDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
+	body, done, ok := s.beginIngest(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+	events, err := cevent.DecodeRequest(r.Header, body, s.limits)
+	if err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	batch := cevent.RequestMode(r.Header, body) == cevent.ModeBatch
+	results, ok := s.appendEvents(w, r, events)
+	if !ok {
+		return
+	}
+	if batch {
+		writeJSON(w, http.StatusOK, map[string]any{"count": len(results), "results": results})
+		return
+	}
+	writeJSON(w, http.StatusOK, results[0])
+}
+
+func writeDecodeError(w http.ResponseWriter, err error) {
+	var ce *cevent.Error
+	if errors.As(err, &ce) {
+		body := errorBody{Error: ce.Msg}
+		if ce.Index >= 0 {
+			i := ce.Index
+			body.Index = &i
+		}
+		if ce.Status == http.StatusUnsupportedMediaType {
+			w.Header().Set("Accept-Post", "application/cloudevents+json, application/cloudevents-batch+json, any type with ce- headers")
+		}
+		writeJSON(w, ce.Status, body)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err.Error())
+}
+
+// appendEvents stores decoded events and reports their cursors; on failure it has answered.
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []cevent.Event) ([]ingestResult, bool) {
+	entries := make([]eventlog.Entry, len(events))
+	for i, e := range events {
+		entries[i] = eventlog.Entry{Type: e.Type, Source: e.Source, ID: e.ID, JSON: e.JSON}
+	}
+	res, err := s.cfg.Store.Append(r.Context(), entries)
+	if err != nil {
+		switch {
+		case r.Context().Err() != nil:
+			// The client has gone; nothing to answer.
+		case errors.Is(err, eventlog.ErrClosed):
+			retryAfter(w, 2)
+			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
+		case errors.Is(err, eventlog.ErrReadOnly):
+			writeError(w, http.StatusForbidden, err.Error())
+		case errors.Is(err, eventlog.ErrUnavailable):
+			s.log.Warn("appending to the event log", "err", err)
+			retryAfter(w, 2)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+err.Error()+"; retry after the delay given")
+		default:
+			// A failed log takes nothing until the node is restarted: no Retry-After, since
+			// retrying cannot succeed before then.
+			s.log.Error("appending to the event log", "err", err)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+err.Error())
+		}
+		return nil, false
+	}
+	out := make([]ingestResult, len(res))
+	for i, a := range res {
+		out[i] = ingestResult{Cursor: a.Cursor.String(), Duplicate: a.Duplicate}
+	}
+	s.metrics.ingested.Add(float64(len(res)))
+	return out, true
+}
+
+func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost:
+	case http.MethodOptions:
+		cevent.HandleWebhookOptions(w, r)
+		return
+	default:
+		w.Header().Set("Allow", "GET, POST, OPTIONS")
+		writeError(w, http.StatusMethodNotAllowed, "signals are sent with POST (form or JSON) or GET (query string)")
+		return
+	}
+	body, done, ok := s.beginIngest(w, r)
+	if !ok {
+		return
+	}
+	defer done()
+	e, err := cevent.FromSignal(r.PathValue("entity"), r, body, s.limits, func() string { return uuid.NewString() })
+	if err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	res, ok := s.appendEvents(w, r, []cevent.Event{e})
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"cursor": res[0].Cursor, "duplicate": res[0].Duplicate, "id": e.ID, "type": e.Type})
+}
+
+// HTTPServer wraps s in an http.Server with limits against slow or greedy clients: headers
+// must arrive within headerTimeout, bodies within Config.BodyTimeout (and a request that has
+// read no body within a minute), and a reply may take the longest long-poll plus a margin.
+func (s *Server) HTTPServer(addr string, headerTimeout time.Duration) *http.Server {
+	if headerTimeout <= 0 {
+		headerTimeout = 5 * time.Second
+	}
+	return &http.Server{
+		Addr:              addr,
+		Handler:           s,
+		ReadHeaderTimeout: headerTimeout,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      s.cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}

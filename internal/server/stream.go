@@ -1,0 +1,270 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/filter"
+)
+
+// The stream: evtctl's extension for catching up. One GET of StreamPath returns every item
+// after a cursor (and before another, when given) that matches a query, oldest first, as
+// JSON lines in one long chunked response, without the paging of the events method:
+//
+//	GET /events/stream?after=CURSOR&before=CURSOR&query=Q
+//
+// The reply's headers say where the log stands when the stream begins, as a page's oldest
+// and newest do (StreamOldestHeader, StreamNewestHeader), so that a client sees at once
+// whether events after its cursor were lost. Each line of the body is then an item,
+// byte for byte as the events method writes it in a page ({"cursor":…,"event":…,"data":…}),
+// except that stored JSON holding a line break is compacted so that an item is one line;
+// the last line says how the stream ended:
+//
+//	{"end":{"more":false,"newest":"…"}}
+//	{"end":{"more":true,"resume":"…","newest":"…"}}
+//
+// more:false: every item up to `before` (or up to the head when the stream was read) has
+// been sent. more:true: the node stopped short — the filter's work budget, a range lost to
+// damage, the node shutting down — and a client asks again after resume (or after its last
+// item, if later). A stream that ends without that line was cut off: the client resumes
+// after the last item it received. Errors before the first line are answered as GET /events
+// answers them. A node advertises the stream in the StreamHeader of its replies to the
+// events method; a Tendermint node has none, and a client pages there.
+const (
+	StreamPath         = "/events/stream"
+	StreamHeader       = "Evtctl-Stream"
+	StreamOldestHeader = "Evtctl-Oldest"
+	StreamNewestHeader = "Evtctl-Newest"
+)
+
+const (
+	streamStep     = 1000      // items read from the log at a time
+	streamFlush    = 256 << 10 // bytes buffered before a write
+	streamWriteFor = 30 * time.Second
+)
+
+// advertiseStream marks the replies of h as coming from a node that serves the stream.
+func advertiseStream(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(StreamHeader, StreamPath)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// handleStream serves StreamPath.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "malformed query string: "+err.Error())
+		return
+	}
+	var q eventlog.Query
+	q.Ascending = true
+	work := 0
+	bad := func(msg string) {
+		// As the events method refuses them, with HTTP's word for a bad request.
+		b, _ := json.Marshal(newRPCError(codeInternal, msg))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(append(b, '\n'))
+	}
+	if q.After, err = cursor.Parse(values.Get("after")); err != nil {
+		bad(err.Error())
+		return
+	}
+	if q.Before, err = cursor.Parse(values.Get("before")); err != nil {
+		bad(err.Error())
+		return
+	}
+	if text := values.Get("query"); text != "" {
+		fq, err := filter.Compile(text)
+		if err != nil {
+			bad("invalid filter query: " + err.Error())
+			return
+		}
+		if !fq.MatchesAll() {
+			q.Match = fq.MatchJSON
+			work = fq.Work()
+		}
+	}
+	st := streamer{s: s, w: w, rc: http.NewResponseController(w), q: q, work: work, left: s.cfg.ScanBudget}
+	st.run(r)
+}
+
+// streamer is one stream being written.
+type streamer struct {
+	s     *Server
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	q     eventlog.Query
+	work  int   // the filter's passes over each byte
+	left  int64 // scan budget left
+	buf   []byte
+	began bool
+
+	lastType string // the type of the last item and its JSON string, which runs of items share
+	typeJSON []byte
+}
+
+func (st *streamer) run(r *http.Request) {
+	ctx := r.Context()
+	st.buf = getPageBuf(streamFlush + 64<<10)
+	defer func() { putPageBuf(st.buf) }()
+	perRecord := int64(max(st.work, 1)) * int64(st.s.cfg.MaxEventSize)
+	var newest cursor.Cursor
+	for {
+		select {
+		case <-st.s.quit:
+			st.end(true, st.q.After, newest) // shutting down: the client asks again
+			return
+		default:
+		}
+		q := st.q
+		q.Max = streamStep
+		var count *scanCount
+		if q.Match != nil {
+			count = &scanCount{match: q.Match, work: int64(max(st.work, 1))}
+			q.Match = count.matchJSON
+			q.Budget = int(min(max(st.left/perRecord, 1), 1<<30))
+		}
+		page, err := st.read(r, q)
+		if err != nil {
+			if !st.began {
+				st.fail(ctx, err)
+			}
+			// Once begun, a read error cuts the stream: the client resumes after its last item.
+			return
+		}
+		newest = page.Newest
+		if !st.began {
+			st.began = true
+			h := st.w.Header()
+			h.Set("Content-Type", "application/x-ndjson")
+			h.Set(StreamOldestHeader, page.Oldest.String())
+			h.Set(StreamNewestHeader, page.Newest.String())
+			h.Set("X-Content-Type-Options", "nosniff")
+			st.w.WriteHeader(http.StatusOK)
+		}
+		for _, it := range page.Items {
+			st.item(it)
+		}
+		var last cursor.Cursor
+		if n := len(page.Items); n > 0 {
+			last = page.Items[n-1].Cursor
+		}
+		full := len(page.Items) == q.Max
+		page.Release()
+		if count != nil {
+			st.left -= count.used.Load()
+		}
+		if !st.flush(false) {
+			return
+		}
+		var next cursor.Cursor
+		switch {
+		case page.AtLoss:
+			st.end(true, page.Resume, newest)
+			return
+		case !page.Resume.IsZero():
+			next = page.Resume
+		case page.More && full:
+			next = last
+		default:
+			st.end(false, cursor.Cursor{}, newest)
+			return
+		}
+		if (q.Match != nil && st.left < perRecord) || !progressed(st.q, next) {
+			st.end(true, next, newest)
+			return
+		}
+		st.q.After = next
+	}
+}
+
+// read reads one step from the log in a read slot, as a page is read.
+func (st *streamer) read(r *http.Request, q eventlog.Query) (eventlog.Page, error) {
+	select {
+	case st.s.reads <- struct{}{}:
+	case <-r.Context().Done():
+		return eventlog.Page{}, r.Context().Err()
+	}
+	defer func() { <-st.s.reads }()
+	return st.s.cfg.Store.Read(r.Context(), q)
+}
+
+// item appends one item as a line.
+func (st *streamer) item(it eventlog.Item) {
+	b := append(st.buf, `{"cursor":"`...)
+	b = it.Cursor.Append(b)
+	b = append(b, `","event":`...)
+	if it.Type != st.lastType || st.typeJSON == nil {
+		st.lastType = it.Type
+		st.typeJSON = appendJSONString(st.typeJSON[:0], it.Type)
+	}
+	b = append(b, st.typeJSON...)
+	b = append(b, `,"data":`...)
+	if bytes.IndexByte(it.JSON, '\n') >= 0 || bytes.IndexByte(it.JSON, '\r') >= 0 {
+		// Stored as sent (binary mode): one line, as a client compacts it from a page.
+		out := bytes.NewBuffer(b)
+		if err := json.Compact(out, it.JSON); err == nil {
+			b = out.Bytes()
+		} else {
+			b = append(b, it.JSON...) // not JSON: cannot be, it was checked when stored
+		}
+	} else {
+		b = append(b, it.JSON...)
+	}
+	st.buf = append(b, "}\n"...)
+}
+
+// flush writes what is buffered once there is enough of it (or always), and reports false
+// when the client has gone.
+func (st *streamer) flush(always bool) bool {
+	if len(st.buf) == 0 || (!always && len(st.buf) < streamFlush) {
+		return true
+	}
+	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteFor))
+	_, err := st.w.Write(st.buf)
+	st.buf = st.buf[:0]
+	if err == nil && always {
+		err = st.rc.Flush()
+	}
+	return err == nil
+}
+
+// end writes the last line and flushes.
+func (st *streamer) end(more bool, resume, newest cursor.Cursor) {
+	b := append(st.buf, `{"end":{"more":`...)
+	b = strconv.AppendBool(b, more)
+	if more && !resume.IsZero() {
+		b = append(b, `,"resume":"`...)
+		b = resume.Append(b)
+		b = append(b, '"')
+	}
+	b = append(b, `,"newest":"`...)
+	b = newest.Append(b)
+	st.buf = append(b, "\"}}\n"...)
+	st.flush(true)
+}
+
+// fail answers a stream that could not begin: 503 with Retry-After when the log is
+// unavailable for now, else 500, with the error as GET /events words it.
+func (st *streamer) fail(ctx context.Context, err error) {
+	rerr := st.s.readError(ctx, err)
+	status := http.StatusInternalServerError
+	if rerr.retryAfter > 0 {
+		retryAfter(st.w, rerr.retryAfter)
+		status = http.StatusServiceUnavailable
+	}
+	b, _ := json.Marshal(rerr)
+	st.w.Header().Set("Content-Type", "application/json")
+	st.w.WriteHeader(status)
+	_, _ = st.w.Write(append(b, '\n'))
+}
