@@ -245,6 +245,19 @@ func TestDamagedLogIsFenced(t *testing.T) {
 			if strings.Count(stderr, "events were lost") != 1 {
 				t.Fatalf("the loss was reported %d times: %s", strings.Count(stderr, "events were lost"), stderr)
 			}
+			// replay reads the same and says what was lost, once, without taking the node's stop
+			// at the damage for a failure to retry.
+			code, stdout, stderr = runCLI(t, "replay", "--node", url, "-o", "jsonl")
+			got = got[:0]
+			for line := range strings.Lines(stdout) {
+				got = append(got, gjson.Get(line, "data.id").String())
+			}
+			if code != 0 || !slices.Equal(got, want) {
+				t.Fatalf("replay: exit %d, %d events, want the %d intact ones: %s", code, len(got), len(want), stderr)
+			}
+			if strings.Contains(stderr, "retrying") || strings.Count(stderr, "events were lost") != 1 {
+				t.Fatalf("replay's report of the loss: %s", stderr)
+			}
 			// A reader resuming from before the damage with --on-gap fail stops there.
 			cp := filepath.Join(t.TempDir(), "cp.json")
 			os.WriteFile(cp, []byte(all[first-1].cursor.String()+"\n"), 0o600)

@@ -117,7 +117,7 @@ func warnGap(s *iostreams.IOStreams, g *client.Gap) {
 
 func describeGap(g *client.Gap) string {
 	if g.Oldest == "" {
-		return fmt.Sprintf("the node no longer holds events after cursor %s; its log is empty now (its newest event was %s)", safeText(g.After), safeText(g.Newest))
+		return fmt.Sprintf("the node no longer holds events after cursor %s, up to its newest, %s", safeText(g.After), safeText(g.Newest))
 	}
 	return fmt.Sprintf("the node no longer holds events after cursor %s; its log now starts at %s", safeText(g.After), safeText(g.Oldest))
 }

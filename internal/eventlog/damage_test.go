@@ -146,9 +146,18 @@ func TestDamageIsFencedNotRepaired(t *testing.T) {
 			if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "first_seq="+itoa(first)) {
 				t.Fatalf("the damage was not logged as an error: %s", logs.String())
 			}
+			// A newest-first read from the head starts at the newest intact record, also when
+			// the damage took the newest ones: the log is not read as empty.
+			p, err := l2.Read(ctx, Query{Max: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Items) != 5 || p.Items[0].Cursor != want[len(want)-1] || p.Oldest.IsZero() {
+				t.Fatalf("newest first: %d items, first %v, oldest %v; want 5 from %v", len(p.Items), p.Items, p.Oldest, want[len(want)-1])
+			}
 			// A reader whose next record is lost is told: the log starts after the damage.
 			after := cursorOfSeq(all, first-1)
-			p, err := l2.Read(ctx, Query{After: after, Max: 5, Ascending: true})
+			p, err = l2.Read(ctx, Query{After: after, Max: 5, Ascending: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -322,7 +322,7 @@ func (sn *snapshot) scanBackward(ctx context.Context, from, to pos, fn visit) er
 // it) is served from the first intact record after the range, with Oldest saying so — the
 // lost-events signal of ADR-075. A forward read stops before a lost range (More, and Resume
 // at the last record before it), so that the next read meets it; a newest-first read stops
-// after one, with Oldest at the first record above it.
+// after one, with Oldest at the first record above it (see lossBelow for the newest records).
 func (l *Log) Read(ctx context.Context, q Query) (Page, error) {
 	for attempt := 0; ; attempt++ {
 		page, err := l.read(ctx, q)
@@ -387,7 +387,7 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 			stop, cut = sn.posOfSeq(d.First), true
 			to = stop
 		}
-	} else if d := sn.damageBefore(sn.seqAt(to)); d != nil && sn.seqAt(from) < d.First {
+	} else if d := sn.lossBelow(to, q.Before.IsZero()); d != nil && sn.seqAt(from) < d.First {
 		p, c := sn.after(d)
 		if from.less(p) {
 			from, page.Oldest = p, c
@@ -435,6 +435,22 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 		page.More, page.Resume, page.AtLoss = true, sn.cursorBefore(stop), true
 	}
 	return page, nil
+}
+
+// lossBelow is the lost range a newest-first read ending at to would cross, if any. From the
+// head (fromHead), lost ranges with no intact record above them — the newest records were
+// lost — are not crossed but stepped over: the read starts at the newest intact record, and
+// a reader that had seen past it is told by the next forward read, or by the first record
+// written after the damage. Otherwise the read stops above the range.
+func (sn *snapshot) lossBelow(to pos, fromHead bool) *Damage {
+	d := sn.damageBefore(sn.seqAt(to))
+	for fromHead && d != nil {
+		if p, _ := sn.after(d); p.less(to) {
+			break
+		}
+		d = sn.damageBefore(d.First)
+	}
+	return d
 }
 
 // damageAt is the lost range holding seq, if any.

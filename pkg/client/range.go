@@ -115,7 +115,7 @@ type rangeWalk struct {
 	after, end string // the range: after is exclusive, end inclusive
 	deliver    func([]Item) error
 	gapFrom    string // the From cursor, when the range starts at one: a gap is reported from it
-	lastGap    string // the oldest cursor of the last gap reported
+	lastGap    string // the oldest and newest cursors of the last gap reported
 }
 
 // walk fetches the range's pages. before is exclusive: a bound in time just past end, so
@@ -190,7 +190,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 			if first {
 				from = w.gapFrom
 			}
-			if err := w.gap(from, r.Oldest); err != nil {
+			if err := w.gap(from, r.Oldest, r.Newest, len(r.Items) == 0); err != nil {
 				r.release()
 				return err
 			}
@@ -209,7 +209,7 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		if !more {
 			if !r.Ascending() {
 				// The last newest-first page reached the range's start.
-				if err := w.gap(w.gapFrom, r.Oldest); err != nil {
+				if err := w.gap(w.gapFrom, r.Oldest, r.Newest, len(held) == 0); err != nil {
 					return err
 				}
 			}
@@ -247,12 +247,20 @@ func (w *rangeWalk) within(items []Item, ascending bool) (kept []Item, past bool
 
 // gap reports a gap between from — the range's From cursor, or the cursor a later page
 // continued after — and the log's oldest item, once per distinct loss.
-func (w *rangeWalk) gap(from, oldest string) error {
-	if w.opts.OnGap == nil || from == "" || !cursor.Lost(from, oldest) || oldest == w.lastGap {
+func (w *rangeWalk) gap(from, oldest, newest string, empty bool) error {
+	if w.opts.OnGap == nil {
 		return nil
 	}
-	w.lastGap = strings.Clone(oldest)
-	return w.opts.OnGap(Gap{After: strings.Clone(from), Oldest: w.lastGap})
+	g := gapAfter(from, oldest, newest, empty)
+	if g == nil {
+		return nil
+	}
+	key := g.Oldest + "/" + g.Newest
+	if key == w.lastGap {
+		return nil // told already
+	}
+	w.lastGap = key
+	return w.opts.OnGap(Gap{After: strings.Clone(g.After), Oldest: strings.Clone(g.Oldest), Newest: strings.Clone(g.Newest)})
 }
 
 // resolve turns a position into a cursor of the node's width. A time used as an end

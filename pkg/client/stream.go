@@ -298,12 +298,21 @@ func (st *streamer) gap(oldest, newest string, empty bool) *Gap {
 	if st.madeUp {
 		return nil
 	}
-	if cursor.Lost(st.last, oldest) {
-		return &Gap{After: st.last, Oldest: oldest}
+	return gapAfter(st.last, oldest, newest, empty)
+}
+
+// gapAfter is the events a reader whose last item is last lost, by what a reply says of the
+// log: its oldest item, its newest, and whether it returned nothing (empty). Events were lost
+// when the oldest item comes after last without following it (cursor.Lost); and when the
+// node holds nothing readable after last (no oldest item, nothing returned) although its
+// newest item is past it — retention emptied the log, or the newest events were lost to
+// damage.
+func gapAfter(last, oldest, newest string, empty bool) *Gap {
+	if cursor.Lost(last, oldest) {
+		return &Gap{After: last, Oldest: oldest}
 	}
-	if oldest == "" && empty && st.last != "" && cursor.CompareText(newest, st.last) > 0 {
-		// Retention emptied the log after events past our cursor were appended.
-		return &Gap{After: st.last, Newest: newest}
+	if oldest == "" && empty && last != "" && cursor.CompareText(newest, last) > 0 {
+		return &Gap{After: last, Newest: newest}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -23,6 +24,7 @@ import (
 const (
 	streamHeader = "Evtctl-Stream"
 	streamOldest = "Evtctl-Oldest"
+	streamNewest = "Evtctl-Newest"
 	streamMedia  = "application/x-ndjson"
 	// streamIdle is how long a stream may send nothing before the client gives up on it
 	// and resumes.
@@ -79,6 +81,7 @@ func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
 	var failingSince time.Time
 	attempt := 0
 	for {
+		was := after
 		opened, end, err := w.streamOnce(ctx, path, after, before, first, &after)
 		if opened {
 			first = false
@@ -87,12 +90,14 @@ func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
 			if !end.more {
 				return nil
 			}
-			if next := cursor.Later(after, end.resume); next != after {
+			// The node stopped where the next stream goes on: at damage in its log (the next
+			// stream starts past it, saying what was lost), or after a step of work. Went on
+			// unless this stream brought nothing: a node shutting down is asked again later.
+			if next := cursor.Later(after, end.resume); next != was {
 				after = strings.Clone(next)
 				attempt, failingSince = 0, time.Time{}
 				continue
 			}
-			// Stopped without going further (a node shutting down): ask again after a while.
 			err = fmt.Errorf("the node stopped its stream after %s", after)
 		}
 		var f *fatal
@@ -123,12 +128,8 @@ func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
 		if w.opts.OnRetry != nil {
 			w.opts.OnRetry(err, attempt, d)
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := retry.Sleep(ctx, d); err != nil {
+			return err
 		}
 	}
 }
@@ -186,7 +187,10 @@ func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, 
 	if first {
 		from = w.gapFrom
 	}
-	if err := w.gap(from, resp.Header.Get(streamOldest)); err != nil {
+	// A node that holds nothing after `after` says so with an empty oldest: the stream
+	// brings no items then.
+	oldest := resp.Header.Get(streamOldest)
+	if err := w.gap(from, oldest, resp.Header.Get(streamNewest), oldest == ""); err != nil {
 		return true, nil, &fatal{err}
 	}
 	parts := make(chan streamPart, 1) // one ready while the next is read
