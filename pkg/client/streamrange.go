@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -123,12 +124,8 @@ func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
 		if w.opts.OnRetry != nil {
 			w.opts.OnRetry(err, attempt, d)
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := retry.Sleep(ctx, d); err != nil {
+			return err
 		}
 	}
 }
