@@ -19,6 +19,7 @@ package natstest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -37,6 +38,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/evtctl/evtctl/internal/atomicfile"
+	"github.com/evtctl/evtctl/internal/retry"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -152,7 +154,7 @@ func build(line, release string) (Binary, error) {
 	// rather than build it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	lock, err := atomicfile.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
+	lock, err := waitLock(ctx, filepath.Join(Dir(), line+".lock"))
 	if err != nil {
 		return Binary{}, fmt.Errorf("no nats-server %s: %w", line, err)
 	}
@@ -183,6 +185,20 @@ func build(line, release string) (Binary, error) {
 	}
 	fmt.Fprintf(os.Stderr, "natstest: built nats-server %s into %s in %v\n", release, dir, time.Since(start).Round(time.Second))
 	return Binary{Path: bin, Version: v}, nil
+}
+
+// waitLock takes the lock on the file at path, creating the file if needed, waiting while
+// it is held elsewhere until ctx ends.
+func waitLock(ctx context.Context, path string) (*atomicfile.Lock, error) {
+	for {
+		l, err := atomicfile.TryLock(path)
+		if !errors.Is(err, atomicfile.ErrLocked) {
+			return l, err
+		}
+		if err := retry.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+	}
 }
 
 // system returns the nats-server installed on the system (PATH, /usr/sbin, /usr/bin) when
