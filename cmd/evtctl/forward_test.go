@@ -19,6 +19,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/forward"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -203,10 +204,7 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 		if st.sleep > 0 {
-			select {
-			case <-time.After(st.sleep):
-			case <-r.Context().Done():
-			}
+			_ = retry.Sleep(r.Context(), st.sleep)
 		}
 		if st.retryAfter != "" {
 			w.Header().Set("Retry-After", st.retryAfter)

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
@@ -46,188 +45,46 @@ func init() {
 	scriptCmds["natspub"] = cmdNATSPub
 }
 
-// natsGroup is a NATS server, or a JetStream cluster of three, run in process on loopback
-// ports with storage in directories the caller provides.
-type natsGroup struct {
-	opts []*server.Options
-	srvs []*server.Server
-}
-
-func startNATS(cluster bool, dir func(i int) string) (*natsGroup, error) {
-	g := &natsGroup{}
-	n := 1
-	if cluster {
-		n = 3
-	}
-	ports, err := loopbackPorts(2 * n) // client and cluster ports, fixed so that a restart keeps them
-	if err != nil {
-		return nil, err
-	}
-	var routes []string
-	for i := range n {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+i]))
-	}
-	for i := range n {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("nats-%d", i+1), Host: "127.0.0.1", Port: ports[i],
-			JetStream: true, StoreDir: dir(i), NoLog: true, NoSigs: true,
-		}
-		if cluster {
-			o.Cluster = server.ClusterOpts{Name: "evtctl-test", Host: "127.0.0.1", Port: ports[n+i]}
-			o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
-		}
-		g.opts = append(g.opts, o)
-		g.srvs = append(g.srvs, nil)
-	}
-	for i := range n {
-		if err := g.start(i); err != nil {
-			g.stop()
-			return nil, err
-		}
-	}
-	if err := g.waitReady(); err != nil {
-		g.stop()
-		return nil, err
-	}
-	return g, nil
-}
-
-func loopbackPorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func (g *natsGroup) start(i int) error {
-	s, err := server.NewServer(g.opts[i])
-	if err != nil {
-		return err
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return fmt.Errorf("NATS server %d did not start", i+1)
-	}
-	g.srvs[i] = s
-	return nil
-}
-
-// waitReady waits until JetStream answers (a cluster has elected its meta leader).
-func (g *natsGroup) waitReady() error {
-	nc, err := nats.Connect(g.url())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("JetStream not ready: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// url is every server's client URL, comma separated, as --store takes them.
-func (g *natsGroup) url() string {
-	var urls []string
-	for _, o := range g.opts {
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
-	}
-	return strings.Join(urls, ",")
-}
-
-func (g *natsGroup) stop() {
-	for i, s := range g.srvs {
-		if s != nil {
-			s.Shutdown()
-			s.WaitForShutdown()
-			g.srvs[i] = nil
-		}
-	}
-}
-
-// leader returns the index of the server leading stream, waiting for an election.
-func (g *natsGroup) leader(stream string, within time.Duration) (int, error) {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		for i, s := range g.srvs {
-			if s != nil && s.JetStreamIsStreamLeader("$G", stream) {
-				return i, nil
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return -1, fmt.Errorf("stream %s has no leader", stream)
-}
-
 var (
 	scriptNATSMu sync.Mutex
-	scriptNATS   = map[*testscript.TestScript]*natsGroup{}
+	scriptNATS   = map[*testscript.TestScript]*natstest.InProcess{}
 )
 
-// cmdNATSServer starts an in-process NATS server with JetStream (or, with -cluster, a
-// JetStream cluster of three) on loopback ports, storing under the script's directory, and
-// sets NATS_URL to its URLs. With -restart it starts the servers stopped by natsstop again,
-// on the same ports and storage.
+// cmdNATSServer starts an in-process NATS server with JetStream on a loopback port, storing
+// under the script's directory, and sets NATS_URL to its URL. With -restart it starts the
+// server stopped by natsstop again, on the same port and storage.
 //
-//	natsserver [-cluster | -restart]
+//	natsserver [-restart]
 func cmdNATSServer(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) > 1 {
-		ts.Fatalf("usage: natsserver [-cluster | -restart]")
+	restart := len(args) == 1 && args[0] == "-restart"
+	if neg || len(args) > 1 || len(args) == 1 && !restart {
+		ts.Fatalf("usage: natsserver [-restart]")
 	}
 	scriptNATSMu.Lock()
 	defer scriptNATSMu.Unlock()
-	if len(args) == 1 && args[0] == "-restart" {
-		g := scriptNATS[ts]
-		if g == nil {
-			ts.Fatalf("natsserver -restart: no servers were started")
-		}
-		for i := range g.srvs {
-			if g.srvs[i] == nil {
-				ts.Check(g.start(i))
-			}
-		}
-		ts.Check(g.waitReady())
+	g := scriptNATS[ts]
+	switch {
+	case restart && g == nil:
+		ts.Fatalf("natsserver -restart: no server was started")
+	case restart:
+		ts.Check(g.Restart())
 		return
-	}
-	if scriptNATS[ts] != nil {
+	case g != nil:
 		ts.Fatalf("natsserver: already started")
 	}
-	cluster := len(args) == 1 && args[0] == "-cluster"
-	if len(args) == 1 && !cluster {
-		ts.Fatalf("natsserver: unknown flag %s", args[0])
-	}
-	g, err := startNATS(cluster, func(i int) string { return ts.MkAbs(fmt.Sprintf("nats-%d", i+1)) })
+	g, err := natstest.StartInProcess(natstest.InProcessConfig{Dir: func(int) string { return ts.MkAbs("nats") }})
 	ts.Check(err)
 	scriptNATS[ts] = g
-	ts.Setenv("NATS_URL", g.url())
+	ts.Setenv("NATS_URL", g.URL())
 	ts.Defer(func() {
-		g.stop()
+		g.StopAll()
 		scriptNATSMu.Lock()
 		delete(scriptNATS, ts)
 		scriptNATSMu.Unlock()
 	})
 }
 
-// cmdNATSStop stops the script's NATS servers (natsserver -restart brings them back).
+// cmdNATSStop stops the script's NATS server (natsserver -restart brings it back).
 //
 //	natsstop
 func cmdNATSStop(ts *testscript.TestScript, neg bool, args []string) {
@@ -237,7 +94,7 @@ func cmdNATSStop(ts *testscript.TestScript, neg bool, args []string) {
 	if g == nil || neg || len(args) != 0 {
 		ts.Fatalf("usage: natsstop, after natsserver")
 	}
-	g.stop()
+	g.StopAll()
 }
 
 // scriptJetStream connects to the script's NATS servers.
@@ -531,42 +388,26 @@ func checkOnce(t *testing.T, what string, lines []tailLine, acked map[string]str
 	}
 }
 
-// TestNATSTailSwitchesNodes runs two nodes on one stream of a NATS server. While events
-// stream in through the first, a tail on the second is stopped mid-stream and resumed from
-// its checkpoint on the first, then moved back: together its runs write every event
-// exactly once, in order, with the cursors the producer was given.
-func TestNATSTailSwitchesNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts NATS and child processes")
-	}
-	g, err := startNATS(false, func(int) string { return t.TempDir() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.stop)
-	_, n1 := startServe(t, "--store", g.url(), "--nats-stream", "SWITCH")
-	_, n2 := startServe(t, "--store", g.url(), "--nats-stream", "SWITCH")
-
-	p := newProducer()
-	p.run(t, n1, 1)
-	p.run(t, n1, 2)
+// tailAcrossNodes runs `evtctl tail` on each node in turn, each run going on from the
+// checkpoint the one before left (the first from the start), and returns what the runs
+// wrote, in order. A run is stopped with SIGINT once it has written 200 events; before the
+// last one is, halt stops the events coming in and says how many there are, and the tail
+// catches up with them.
+func tailAcrossNodes(t *testing.T, nodes []string, halt func() int) []tailLine {
+	t.Helper()
 	dir := t.TempDir()
 	cp := dir + "/cp.json"
 	var lines []tailLine
-	for i, node := range []string{n2, n1, n2} {
+	for i, node := range nodes {
 		out := fmt.Sprintf("%s/tail%d.jsonl", dir, i)
 		args := []string{"--node", node, "--checkpoint", cp}
 		if i == 0 {
 			args = append(args, "--from-start")
 		}
 		tail := startTail(t, out, args...)
-		before := len(readTail(t, out))
-		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= before+200 })
-		if i == 2 {
-			p.halt()
-			p.mu.Lock()
-			total := len(p.acked)
-			p.mu.Unlock()
+		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 200 })
+		if i == len(nodes)-1 {
+			total := halt()
 			waitCond(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
 		}
 		if err := tail.Process.Signal(syscall.SIGINT); err != nil {
@@ -575,28 +416,63 @@ func TestNATSTailSwitchesNodes(t *testing.T) {
 		_ = tail.Wait()
 		lines = append(lines, readTail(t, out)...)
 	}
+	return lines
+}
+
+// TestNATSTailSwitchesNodes runs two nodes on one stream of a NATS server. While events
+// stream in through the first, a tail on the second is stopped mid-stream and resumed from
+// its checkpoint on the first, then moved back: together its runs write every event
+// exactly once, in order, with the cursors the producer was given.
+func TestNATSTailSwitchesNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS and child processes")
+	}
+	url := natstest.Solo(t).ClientURL()
+	_, n1 := startServe(t, "--store", url, "--nats-stream", "SWITCH")
+	_, n2 := startServe(t, "--store", url, "--nats-stream", "SWITCH")
+
+	p := newProducer()
+	p.run(t, n1, 1)
+	p.run(t, n1, 2)
+	lines := tailAcrossNodes(t, []string{n2, n1, n2}, func() int { p.halt(); return len(p.acked) })
 	checkOnce(t, "the tail across nodes", lines, p.acked)
 	checkOnce(t, "a replay from the second node", replayAll(t, n2), p.acked)
 	t.Logf("%d events acknowledged; the tail wrote them across three runs on two nodes", len(p.acked))
 }
 
-// TestNATSClusterLeaderStop runs two nodes on a stream replicated three times in a
-// JetStream cluster of three servers. While producers send events to the first node and a
-// tail follows the second, the server leading the stream is stopped: every acknowledged
-// event is in the log exactly once, ingest and the tail go on once a new leader is
-// elected, and the tail writes every event exactly once.
+// TestNATSClusterLeaderStop stops the server leading the stream, in a JetStream cluster of
+// three in-process servers, while events flow: see failStreamLeader.
 func TestNATSClusterLeaderStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a NATS cluster and child processes")
 	}
-	g, err := startNATS(true, func(int) string { return t.TempDir() })
+	g := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3})
+	failStreamLeader(t, g.URL(), "HA", "stopped", func(name string) {
+		for i := range 3 {
+			if g.Name(i) == name {
+				g.Stop(i)
+			}
+		}
+	})
+}
+
+// failStreamLeader runs two nodes on stream, replicated three times in the JetStream
+// cluster of three servers at url. While producers send events to the first node and a
+// tail follows the second, fail makes the server leading the stream fail (it is given its
+// name; how says what it does to it): every acknowledged event is in the log exactly once,
+// ingest and the tail go on once a new leader is elected, and the tail writes every event
+// exactly once.
+func failStreamLeader(t *testing.T, url, stream, how string, fail func(name string)) {
+	t.Helper()
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.stop)
-	urls := strings.Split(g.url(), ",")
-	_, a := startServe(t, "--store", urls[0]+","+urls[1]+","+urls[2], "--nats-stream", "HA", "--nats-replicas", "3", "--nats-timeout", "2s")
-	_, b := startServe(t, "--store", urls[1]+","+urls[2]+","+urls[0], "--nats-stream", "HA", "--nats-replicas", "3", "--nats-timeout", "2s")
+	defer nc.Close()
+	js, _ := natsjs.New(nc)
+	urls := strings.Split(url, ",")
+	_, a := startServe(t, "--store", urls[0]+","+urls[1]+","+urls[2], "--nats-stream", stream, "--nats-replicas", "3", "--nats-timeout", "2s")
+	_, b := startServe(t, "--store", urls[1]+","+urls[2]+","+urls[0], "--nats-stream", stream, "--nats-replicas", "3", "--nats-timeout", "2s")
 	out := t.TempDir() + "/tail.jsonl"
 	startTail(t, out, "--node", b, "--from-start", "--wait", "2s")
 
@@ -607,21 +483,25 @@ func TestNATSClusterLeaderStop(t *testing.T) {
 	waitCond(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
 	waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
 
-	leader, err := g.leader("HA", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	leaderName := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		str, err := js.Stream(ctx, stream)
+		if err != nil {
+			return ""
+		}
+		if ci := str.CachedInfo().Cluster; ci != nil {
+			return ci.Leader
+		}
+		return ""
 	}
-	stoppedAt := p.n.Load()
-	g.srvs[leader].Shutdown()
-	g.srvs[leader].WaitForShutdown()
-	g.srvs[leader] = nil
-	t.Logf("stopped the stream leader %s after %d events", g.opts[leader].ServerName, stoppedAt)
+	var leader string
+	waitCond(t, 10*time.Second, "the stream has a leader", func() bool { leader = leaderName(); return leader != "" })
+	failedAt := p.n.Load()
+	fail(leader)
+	t.Logf("%s the stream leader %s after %d events", how, leader, failedAt)
 
-	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader stopped", func() bool { return p.n.Load() >= stoppedAt+300 })
-	newLeader, err := g.leader("HA", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader failed", func() bool { return p.n.Load() >= failedAt+300 })
 	p.halt()
 	acked := p.acked
 	waitCond(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
@@ -632,7 +512,7 @@ func TestNATSClusterLeaderStop(t *testing.T) {
 	tailed := readTail(t, out)
 	checkOnce(t, "the tail", tailed, acked)
 	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
-		len(acked), p.retries.Load(), g.opts[newLeader].ServerName, len(tailed))
+		len(acked), p.retries.Load(), leaderName(), len(tailed))
 }
 
 // foreignPublisher publishes messages to a stream as another NATS program would (JSON with
@@ -701,12 +581,8 @@ func TestNATSForeignTailSwitchesNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts NATS and child processes")
 	}
-	g, err := startNATS(false, func(int) string { return t.TempDir() })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.stop)
-	nc, err := nats.Connect(g.url())
+	url := natstest.Solo(t).ClientURL()
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,32 +591,11 @@ func TestNATSForeignTailSwitchesNodes(t *testing.T) {
 	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowDirect: true}); err != nil {
 		t.Fatal(err)
 	}
-	_, n1 := startServe(t, "--store", g.url(), "--nats-stream", "ORDERS", "--nats-manage-stream=false")
-	_, n2 := startServe(t, "--store", g.url(), "--nats-stream", "ORDERS", "--nats-manage-stream=false")
+	_, n1 := startServe(t, "--store", url, "--nats-stream", "ORDERS", "--nats-manage-stream=false")
+	_, n2 := startServe(t, "--store", url, "--nats-stream", "ORDERS", "--nats-manage-stream=false")
 
-	p := startForeignPublisher(t, g.url())
-	dir := t.TempDir()
-	cp := dir + "/cp.json"
-	var lines []tailLine
-	for i, node := range []string{n2, n1, n2} {
-		out := fmt.Sprintf("%s/tail%d.jsonl", dir, i)
-		args := []string{"--node", node, "--checkpoint", cp}
-		if i == 0 {
-			args = append(args, "--from-start")
-		}
-		tail := startTail(t, out, args...)
-		before := len(readTail(t, out))
-		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= before+200 })
-		if i == 2 {
-			total := len(p.halt())
-			waitCond(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
-		}
-		if err := tail.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		_ = tail.Wait()
-		lines = append(lines, readTail(t, out)...)
-	}
+	p := startForeignPublisher(t, url)
+	lines := tailAcrossNodes(t, []string{n2, n1, n2}, func() int { return len(p.halt()) })
 	acked := p.acked
 	seen := map[string]bool{}
 	var prev cursor.Cursor
@@ -765,78 +620,19 @@ func TestNATSForeignTailSwitchesNodes(t *testing.T) {
 }
 
 // TestNATSClusterLeaderKill is TestNATSClusterLeaderStop with a crash: the servers run as
-// child processes, and the one leading the stream is killed with SIGKILL while producers
-// send events to one node and a tail follows the other. Every acknowledged event is in the
-// log exactly once, ingest and the tail go on once a new leader is elected, and the tail
-// writes every event exactly once.
+// child processes, and the one leading the stream is killed with SIGKILL.
 func TestNATSClusterLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a NATS cluster and child processes")
 	}
-	srvs := natstest.StartCluster(t, natstest.Self(), 3, "")
-	url := natstest.URLs(srvs)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := natsjs.New(nc)
-	if err := natstest.WaitReady(context.Background(), 30*time.Second, func(ctx context.Context) error {
-		_, err := js.AccountInfo(ctx)
-		return err
-	}); err != nil {
-		t.Fatalf("the JetStream cluster did not form: %v", err)
-	}
-	urls := strings.Split(url, ",")
-	_, a := startServe(t, "--store", urls[0]+","+urls[1]+","+urls[2], "--nats-stream", "CRASH", "--nats-replicas", "3", "--nats-timeout", "2s")
-	_, b := startServe(t, "--store", urls[1]+","+urls[2]+","+urls[0], "--nats-stream", "CRASH", "--nats-replicas", "3", "--nats-timeout", "2s")
-	out := t.TempDir() + "/tail.jsonl"
-	startTail(t, out, "--node", b, "--from-start", "--wait", "2s")
-
-	p := newProducer()
-	for w := range 3 {
-		p.run(t, a, w)
-	}
-	waitCond(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
-	waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
-
-	leaderName := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		str, err := js.Stream(ctx, "CRASH")
-		if err != nil {
-			return ""
-		}
-		if ci := str.CachedInfo().Cluster; ci != nil {
-			return ci.Leader
-		}
-		return ""
-	}
-	var leader *natstest.Server
-	waitCond(t, 10*time.Second, "the stream has a leader", func() bool {
-		name := leaderName()
+	srvs := natstest.StartCluster(t, natstest.Self(), 3)
+	failStreamLeader(t, natstest.URLs(srvs), "CRASH", "killed (SIGKILL)", func(name string) {
 		for _, s := range srvs {
 			if s.Config.Name == name {
-				leader = s
+				s.Kill()
 			}
 		}
-		return leader != nil
 	})
-	killedAt := p.n.Load()
-	leader.Kill()
-	t.Logf("killed the stream leader %s (SIGKILL) after %d events", leader.Config.Name, killedAt)
-
-	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader was killed", func() bool { return p.n.Load() >= killedAt+300 })
-	p.halt()
-	acked := p.acked
-	waitCond(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
-
-	checkOnce(t, "a replay from the first node", replayAll(t, a), acked)
-	checkOnce(t, "a replay from the second node", replayAll(t, b), acked)
-	tailed := readTail(t, out)
-	checkOnce(t, "the tail", tailed, acked)
-	t.Logf("%d events acknowledged (%d retried requests); new leader %s; the tail wrote %d",
-		len(acked), p.retries.Load(), leaderName(), len(tailed))
 }
 
 // testPKI is a certificate authority with a server certificate for 127.0.0.1 and a client

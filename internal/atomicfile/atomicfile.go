@@ -4,7 +4,6 @@
 package atomicfile
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"runtime"
 	"syscall"
-	"time"
 
 	"github.com/gofrs/flock"
 )
@@ -118,22 +116,6 @@ func TryLock(path string) (*Lock, error) {
 	}
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
-	}
-	return &Lock{fl: fl}, nil
-}
-
-// WaitLock takes the lock on the file at path, creating the file if needed, waiting while it
-// is held elsewhere until ctx ends.
-func WaitLock(ctx context.Context, path string) (*Lock, error) {
-	fl := flock.New(path, flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, 50*time.Millisecond)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, fmt.Errorf("locking %s: %w", path, ctx.Err())
-	case err != nil:
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	case !ok:
-		return nil, fmt.Errorf("locking %s: %w", path, ErrLocked)
 	}
 	return &Lock{fl: fl}, nil
 }

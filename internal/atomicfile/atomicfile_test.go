@@ -1,7 +1,6 @@
 package atomicfile
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -81,45 +80,6 @@ func TestTryLockExcludes(t *testing.T) {
 		t.Fatalf("after Unlock: %v", err)
 	}
 	l2.Unlock()
-}
-
-// WaitLock waits while the lock is held elsewhere, takes it once it is released, and gives up
-// when its context ends.
-func TestWaitLockWaits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "LOCK")
-	first, err := TryLock(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := WaitLock(cctx, path); !errors.Is(err, context.Canceled) {
-		t.Fatalf("WaitLock with an ended context while held: %v", err)
-	}
-	got := make(chan error, 1)
-	var second *Lock
-	go func() {
-		var err error
-		second, err = WaitLock(context.Background(), path)
-		got <- err
-	}()
-	// While it waits, the lock stays with the first holder.
-	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
-		t.Fatalf("TryLock while held and waited for: %v", err)
-	}
-	select {
-	case err := <-got:
-		t.Fatalf("WaitLock returned while the lock was held: %v", err)
-	default:
-	}
-	first.Unlock()
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
-		t.Fatalf("TryLock after WaitLock took it: %v", err)
-	}
-	second.Unlock()
 }
 
 func TestTryLockMissingDirectory(t *testing.T) {

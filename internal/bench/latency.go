@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/render"
 )
@@ -145,19 +146,9 @@ func Latency(ctx context.Context, cfg LatencyConfig) (*Report, error) {
 	sent := 0
 	lastShown := time.Now()
 	interval := time.Duration(float64(time.Second) / cfg.Rate)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
 	for seq := uint64(1); seq <= uint64(total) && runCtx.Err() == nil; seq++ {
-		if wait := time.Until(start.Add(time.Duration(seq-1) * interval)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-runCtx.Done():
-			}
-			if runCtx.Err() != nil {
-				break
-			}
+		if wait := time.Until(start.Add(time.Duration(seq-1) * interval)); wait > 0 && retry.Sleep(runCtx, wait) != nil {
+			break
 		}
 		select {
 		case jobs <- seq:

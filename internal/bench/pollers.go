@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -459,9 +460,7 @@ func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after
 				st.fail(fmt.Errorf("a poller failed %d times in a row: %w", failures, err))
 				return
 			}
-			select {
-			case <-time.After(time.Duration(failures) * 100 * time.Millisecond):
-			case <-ctx.Done():
+			if retry.Sleep(ctx, time.Duration(failures)*100*time.Millisecond) != nil {
 				return
 			}
 			continue

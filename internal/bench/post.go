@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/internal/retry"
 )
 
 // Content types of the CloudEvents HTTP binding.
@@ -97,13 +99,8 @@ func (p *poster) postRetry(ctx context.Context, contentType string, body []byte,
 		if busy != nil {
 			busy()
 		}
-		d := min(max(be.retryAfter, 50*time.Millisecond), 5*time.Second)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := retry.Sleep(ctx, min(max(be.retryAfter, 50*time.Millisecond), 5*time.Second)); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/retry"
 )
 
 // request is what a scripted server received.
@@ -45,10 +47,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep := s.replies[min(len(s.reqs), len(s.replies))-1]
 	s.mu.Unlock()
 	if rep.hang {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		_ = retry.Sleep(r.Context(), 10*time.Second)
 		return
 	}
 	for k, v := range rep.header {

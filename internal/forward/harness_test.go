@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/retry"
 )
 
 // step is one scripted reply of the test receiver.
@@ -84,12 +85,8 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.mu.Unlock()
 		return
 	}
-	if st.sleep > 0 {
-		select {
-		case <-time.After(st.sleep):
-		case <-r.Context().Done():
-			return
-		}
+	if st.sleep > 0 && retry.Sleep(r.Context(), st.sleep) != nil {
+		return
 	}
 	for k, v := range st.header {
 		w.Header().Set(k, v)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -179,10 +180,8 @@ func (s *Store) publishAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, err
 			return a, err
 		}
 		// Too many batches in flight at the stream (from all nodes): wait a little.
-		select {
-		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := retry.Sleep(ctx, time.Duration(10<<attempt)*time.Millisecond); err != nil {
+			return nil, err
 		}
 	}
 }

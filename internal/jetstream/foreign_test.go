@@ -13,6 +13,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/jetstream"
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -61,7 +62,7 @@ func TestForeignStreamPresentsEveryMessage(t *testing.T) {
 			name = "ORDERS_NODIRECT"
 		}
 		t.Run(name, func(t *testing.T) {
-			srv := startServer(t, 0, "")
+			srv := natstest.Solo(t)
 			_, js := connect(t, srv.ClientURL())
 			str := foreignStream(t, js, natsjs.StreamConfig{Name: name, Subjects: []string{"orders.>"}, AllowDirect: direct})
 			binData := []byte{0, 1, 2, 0xff, 0xfe}
@@ -169,7 +170,7 @@ func TestForeignStreamPresentsEveryMessage(t *testing.T) {
 // Given a subject the stream takes, a node publishes events to a stream it did not write,
 // beside its other messages; a subject it does not take is refused at start.
 func TestForeignStreamWithIngest(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	_, js := connect(t, srv.ClientURL())
 	foreignStream(t, js, natsjs.StreamConfig{Name: "SHOP", Subjects: []string{"shop.>"}, AllowDirect: true})
 	publishRaw(t, js, "shop.orders", []byte(`{"order":1}`))
@@ -192,7 +193,7 @@ func TestForeignStreamWithIngest(t *testing.T) {
 // holes older messages leave are the stream's retention: readers step over them, and are
 // not told of lost events. On one without, a deleted message is a loss.
 func TestForeignStreamHoles(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	_, js := connect(t, srv.ClientURL())
 	foreignStream(t, js, natsjs.StreamConfig{Name: "LATEST", Subjects: []string{"price.>"}, AllowDirect: true, MaxMsgsPerSubject: 1})
 	publishRaw(t, js, "price.a", []byte(`1`))

@@ -11,25 +11,17 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/jetstream"
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 	evserver "github.com/evtctl/evtctl/internal/server"
 )
 
 // When reads fail while the connection and the stream's info are fine (here: the node's
 // NATS user may not make direct gets), /healthz fails too, and says why.
 func TestHealthFailsWhenReadsFail(t *testing.T) {
-	opts := &server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-		Users: []*server.User{{Username: "evtctl", Password: "s3cret"}},
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	g := natstest.NewInProcess(t, natstest.InProcessConfig{Configure: func(_ int, o *server.Options) {
+		o.Users = []*server.User{{Username: "evtctl", Password: "s3cret"}}
+	}})
+	s := g.Server(0)
 	st, err := jetstream.Open(ctx, jetstream.Options{URL: s.ClientURL(), Stream: "DENIED", Manage: true, Timeout: time.Second,
 		NATSOptions: []nats.Option{nats.UserInfo("evtctl", "s3cret")}})
 	if err != nil {
@@ -40,7 +32,7 @@ func TestHealthFailsWhenReadsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The operator takes away the node's right to direct gets.
-	denied := *opts
+	denied := *g.Options(0)
 	denied.Users = []*server.User{{
 		Username: "evtctl", Password: "s3cret",
 		Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.DIRECT.GET.>"}}},

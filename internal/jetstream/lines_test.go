@@ -14,6 +14,8 @@ import (
 	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 )
 
+func init() { natstest.ServeIfAsked() } // a test binary started as nats-server serves and exits
+
 // The older server lines people run, as child processes (the newest line runs in process
 // in TestSuite). A line whose binary is missing is skipped, naming it.
 var olderLines = []string{"2.10", "2.11"}

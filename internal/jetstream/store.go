@@ -34,6 +34,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -270,10 +271,8 @@ func (s *Store) connect(ctx context.Context) error {
 			return fmt.Errorf("connecting to NATS at %s: %w", Redact(s.opts.URL), err)
 		}
 		s.log.Debug("NATS not reachable yet", "url", Redact(s.opts.URL), "err", err)
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, wait) != nil {
 			return fmt.Errorf("cannot reach NATS at %s: %w", Redact(s.opts.URL), err)
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}
@@ -305,10 +304,8 @@ func (s *Store) untilReady(ctx context.Context, what string, fn func(context.Con
 			return err
 		}
 		s.log.Debug("waiting for NATS JetStream", "for", what, "err", err)
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, wait) != nil {
 			return fmt.Errorf("NATS JetStream: %s was not ready in time: %w", what, err)
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/eventlog/storetest"
 	"github.com/evtctl/evtctl/internal/jetstream"
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -93,7 +94,7 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 // stages each atomic batch in files of its own, which makes them slow: the cluster run and
 // the node's end-to-end tests cover atomic batches).
 func TestSuite(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	runSuite(t, srv.ClientURL(), 1, false)
 }
 
@@ -138,7 +139,7 @@ func connect(t testing.TB, url string) (*nats.Conn, natsjs.JetStream) {
 // clock was ahead of the new one's) takes the floor as its cursor time, on every node,
 // and cursors after it keep increasing.
 func TestCursorTimeNeverGoesBack(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	a := open(t, srv.ClientURL(), "FLOOR", storetest.Config{}, 1)
 	defer a.Close()
 	before := appendOne(t, a, ev(1)).Cursor
@@ -190,7 +191,7 @@ func TestCursorTimeNeverGoesBack(t *testing.T) {
 // Messages published on the stream's subject by something other than evtctl are served
 // too: a CloudEvent as it is, anything else wrapped in one.
 func TestForeignMessages(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "FOREIGN", storetest.Config{}, 1)
 	defer s.Close()
 	_, js := connect(t, srv.ClientURL())
@@ -214,7 +215,7 @@ func TestForeignMessages(t *testing.T) {
 // The node creates the stream with its retention as the stream's limits, and brings them
 // to new settings when started with others.
 func TestStreamLimits(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	_, js := connect(t, srv.ClientURL())
 	opts := jetstream.Options{
 		URL: srv.ClientURL(), Stream: "LIMITS", Manage: true,
@@ -282,21 +283,15 @@ func TestStreamLimits(t *testing.T) {
 // When NATS goes away the store answers with errors worth retrying, and once NATS is back
 // it serves again by itself, cursors going on from where they were.
 func TestReconnects(t *testing.T) {
-	dir := t.TempDir()
-	srv := startServer(t, 0, dir)
-	port := srv.Addr().(interface{ String() string }).String()
-	_, p, _ := strings.Cut(port, "127.0.0.1:")
-	var portN int
-	fmt.Sscan(p, &portN)
-	s, err := jetstream.Open(ctx, jetstream.Options{URL: srv.ClientURL(), Stream: "RECONNECT", Manage: true, Timeout: time.Second})
+	srv := natstest.NewInProcess(t, natstest.InProcessConfig{})
+	s, err := jetstream.Open(ctx, jetstream.Options{URL: srv.URL(), Stream: "RECONNECT", Manage: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	first := appendOne(t, s, ev(1)).Cursor
 
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	srv.Stop(0)
 	_, err = s.Append(ctx, []eventlog.Entry{ev(2)})
 	if !errors.Is(err, eventlog.ErrUnavailable) {
 		t.Fatalf("append without NATS: %v, want an error worth retrying", err)
@@ -309,7 +304,9 @@ func TestReconnects(t *testing.T) {
 		t.Fatal("Failed() is nil without NATS")
 	}
 
-	startServer(t, portN, dir)
+	if err := srv.Restart(); err != nil { // on the same port and storage
+		t.Fatal(err)
+	}
 	var second eventlog.AppendResult
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -342,7 +339,7 @@ func TestReconnects(t *testing.T) {
 // A managed stream deleted under a running node is created again; appends meanwhile fail
 // with an error that says what is wrong, and cursors after it still sort after those before.
 func TestDeletedStreamIsRecreated(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "GONE", storetest.Config{}, 1)
 	defer s.Close()
 	first := appendOne(t, s, ev(1)).Cursor
@@ -390,10 +387,10 @@ func TestSuiteCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a JetStream cluster")
 	}
-	srvs := startCluster(t)
-	runSuite(t, clusterURL(srvs), 3, true)
+	url := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3}).URL()
+	runSuite(t, url, 3, true)
 	// A replicated stream takes batches atomically unless told otherwise.
-	s := openOpts(t, jetstream.Options{URL: clusterURL(srvs), Stream: "AUTO3", Replicas: 3}, storetest.Config{})
+	s := openOpts(t, jetstream.Options{URL: url, Stream: "AUTO3", Replicas: 3}, storetest.Config{})
 	defer s.Close()
 	if !strings.Contains(s.Describe(), "atomic batches") {
 		t.Fatalf("R3 with automatic batches: %s", s.Describe())
@@ -405,7 +402,7 @@ func TestSuiteCluster(t *testing.T) {
 // the loss once a new message follows the deleted ones.
 func TestReaderAfterDeletedTail(t *testing.T) {
 	jetstream.ReadPath(t, 1)
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "TAILGONE", storetest.Config{}, 1)
 	defer s.Close()
 	var cs []cursor.Cursor

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog/storetest"
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
 	evserver "github.com/evtctl/evtctl/internal/server"
 )
 
@@ -16,7 +17,7 @@ import (
 // and no request, and the one append that follows wakes them all, through the node's own
 // ordered consumer.
 func TestWaitingReadersShareOneSubscription(t *testing.T) {
-	srv := startServer(t, 0, "")
+	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "WAITERS", storetest.Config{}, 1)
 	defer s.Close()
 	head := appendOne(t, s, ev(0)).Cursor

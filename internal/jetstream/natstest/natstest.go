@@ -1,6 +1,7 @@
-// Package natstest runs nats-server as child processes for tests, so that the JetStream
-// store is tested against the server lines people run, and against a server killed with
-// SIGKILL.
+// Package natstest starts NATS servers for tests: in this process (InProcess, Solo), the
+// quickest, with the server module the project builds with; and as child processes (Start,
+// StartCluster), so that the JetStream store is tested against the server lines people run,
+// and against a server killed with SIGKILL.
 //
 // Released lines (Releases) are built when first needed, with `go install
 // github.com/nats-io/nats-server/v2@vX.Y.Z` through the Go module proxy, into a directory
@@ -18,17 +19,16 @@ package natstest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +38,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/evtctl/evtctl/internal/atomicfile"
+	"github.com/evtctl/evtctl/internal/retry"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -153,7 +154,7 @@ func build(line, release string) (Binary, error) {
 	// rather than build it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	lock, err := atomicfile.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
+	lock, err := waitLock(ctx, filepath.Join(Dir(), line+".lock"))
 	if err != nil {
 		return Binary{}, fmt.Errorf("no nats-server %s: %w", line, err)
 	}
@@ -184,6 +185,20 @@ func build(line, release string) (Binary, error) {
 	}
 	fmt.Fprintf(os.Stderr, "natstest: built nats-server %s into %s in %v\n", release, dir, time.Since(start).Round(time.Second))
 	return Binary{Path: bin, Version: v}, nil
+}
+
+// waitLock takes the lock on the file at path, creating the file if needed, waiting while
+// it is held elsewhere until ctx ends.
+func waitLock(ctx context.Context, path string) (*atomicfile.Lock, error) {
+	for {
+		l, err := atomicfile.TryLock(path)
+		if !errors.Is(err, atomicfile.ErrLocked) {
+			return l, err
+		}
+		if err := retry.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+	}
 }
 
 // system returns the nats-server installed on the system (PATH, /usr/sbin, /usr/bin) when
@@ -237,23 +252,19 @@ func Version(bin string) (string, error) {
 	return string(m[1]), nil
 }
 
-// Config describes a server to start.
+// Config describes a server to start, with JetStream storage in a new temporary directory.
 type Config struct {
-	Name     string // server_name; default "n1"
-	Port     int    // client port; 0 picks a free one
-	StoreDir string // JetStream storage; default a new temporary directory
+	Name string // server_name; default "n1"
+	Port int    // client port; 0 picks a free one
 	// Cluster, when set, makes the server one of a JetStream cluster: its route port and
 	// the route ports of every member (its own included).
 	Cluster *Cluster
 	// Extra is more configuration text, e.g. a tls block or accounts.
 	Extra string
-	// NoJetStream leaves JetStream off.
-	NoJetStream bool
 }
 
-// Cluster is a server's place in a cluster.
+// Cluster is a server's place in a cluster (named evtctl-test).
 type Cluster struct {
-	Name   string // default "evtctl-test"
 	Port   int
 	Routes []int
 }
@@ -268,26 +279,6 @@ type Server struct {
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{}
-	starts  int
-}
-
-// FreePorts returns n loopback ports that were free a moment ago.
-func FreePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }
 
 // Start runs bin with cfg and waits until it is ready for connections. The server is
@@ -298,10 +289,11 @@ func Start(t testing.TB, bin Binary, cfg Config) *Server {
 		cfg.Name = "n1"
 	}
 	if cfg.Port == 0 {
-		cfg.Port = FreePorts(t, 1)[0]
-	}
-	if cfg.StoreDir == "" {
-		cfg.StoreDir = t.TempDir()
+		ports, err := freePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Port = ports[0]
 	}
 	s := &Server{Bin: bin, Config: cfg, dir: t.TempDir()}
 	s.conf = filepath.Join(s.dir, "nats.conf")
@@ -328,19 +320,13 @@ func (s *Server) configText() string {
 	c := s.Config
 	var b strings.Builder
 	fmt.Fprintf(&b, "server_name: %q\nlisten: \"127.0.0.1:%d\"\n", c.Name, c.Port)
-	if !c.NoJetStream {
-		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n}\n", c.StoreDir)
-	}
+	fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n}\n", filepath.Join(s.dir, "jetstream"))
 	if cl := c.Cluster; cl != nil {
-		name := cl.Name
-		if name == "" {
-			name = "evtctl-test"
-		}
 		var routes []string
 		for _, p := range cl.Routes {
 			routes = append(routes, fmt.Sprintf("    \"nats://127.0.0.1:%d\"", p))
 		}
-		fmt.Fprintf(&b, "cluster {\n  name: %q\n  listen: \"127.0.0.1:%d\"\n  routes: [\n%s\n  ]\n}\n", name, cl.Port, strings.Join(routes, "\n"))
+		fmt.Fprintf(&b, "cluster {\n  name: \"evtctl-test\"\n  listen: \"127.0.0.1:%d\"\n  routes: [\n%s\n  ]\n}\n", cl.Port, strings.Join(routes, "\n"))
 	}
 	b.WriteString(c.Extra)
 	b.WriteString("\n")
@@ -382,7 +368,6 @@ func (s *Server) Restart() error {
 	s.cmd, s.done = cmd, make(chan struct{})
 	done := s.done
 	go func() { _ = cmd.Wait(); close(done) }()
-	s.starts++
 	deadline := time.Now().Add(20 * time.Second)
 	for s.readyLines() <= before {
 		select {
@@ -425,24 +410,24 @@ func (s *Server) signal(sig syscall.Signal) {
 	}
 }
 
-// Log returns what the server has logged.
-func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.logPath)
-	return string(b)
-}
-
-// StartCluster starts n servers of bin as one JetStream cluster (names n1, n2, ...), each
-// with extra configuration text.
-func StartCluster(t testing.TB, bin Binary, n int, extra string) []*Server {
+// StartCluster starts n servers of bin as one JetStream cluster (names n1, n2, ...) and
+// waits until JetStream answers (the cluster has elected its meta leader).
+func StartCluster(t testing.TB, bin Binary, n int) []*Server {
 	t.Helper()
-	ports := FreePorts(t, 2*n)
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	routes := ports[n:]
 	var srvs []*Server
 	for i := range n {
 		srvs = append(srvs, Start(t, bin, Config{
-			Name: fmt.Sprintf("n%d", i+1), Port: ports[i], Extra: extra,
+			Name: fmt.Sprintf("n%d", i+1), Port: ports[i],
 			Cluster: &Cluster{Port: routes[i], Routes: routes},
 		}))
+	}
+	if err := WaitJetStream(URLs(srvs), 30*time.Second); err != nil {
+		t.Fatalf("the JetStream cluster did not form: %v", err)
 	}
 	return srvs
 }
@@ -456,34 +441,6 @@ func URLs(srvs []*Server) string {
 		}
 	}
 	return strings.Join(u, ",")
-}
-
-// AtLeast reports whether version ("2.11.3") is at least major.minor.
-func AtLeast(version string, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	return err1 == nil && err2 == nil && (ma > major || ma == major && mi >= minor)
-}
-
-// WaitReady calls ready until it returns nil or the time is up.
-func WaitReady(ctx context.Context, within time.Duration, ready func(context.Context) error) error {
-	deadline := time.Now().Add(within)
-	for {
-		c, cancel := context.WithTimeout(ctx, time.Second)
-		err := ready(c)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func lastLines(b []byte, n int) string {
