@@ -64,3 +64,72 @@ func TestUnavailableStoreAsksForRetry(t *testing.T) {
 		}
 	}
 }
+
+// fullDiskStore is a log on a full disk: appends fail with a passing reason, which the log
+// also reports as Unwritable; reads work. failedStore is a log stopped by an I/O error.
+type fullDiskStore struct {
+	eventlog.Store
+	full error
+}
+
+func (s fullDiskStore) Append(context.Context, []eventlog.Entry) ([]eventlog.AppendResult, error) {
+	return nil, s.full
+}
+
+func (s fullDiskStore) Unwritable() error { return s.full }
+
+type failedStore struct{ eventlog.Store }
+
+func (failedStore) Append(context.Context, []eventlog.Entry) ([]eventlog.AppendResult, error) {
+	return nil, fmt.Errorf("%w: write seg-1: input/output error", eventlog.ErrFailed)
+}
+
+// A full disk asks for a retry (503, Retry-After) and degrades /healthz, saying why, while
+// reads go on; a failed log answers 503 without Retry-After, since no retry can succeed
+// before the node is restarted.
+func TestFullDiskAndFailedLog(t *testing.T) {
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	full := fmt.Errorf("%w: the disk is full: no space left on device", eventlog.ErrUnavailable)
+	do := func(h http.Handler, method, path, ctype, body string) (*http.Response, string) {
+		t.Helper()
+		hs := httptest.NewServer(h)
+		defer hs.Close()
+		req, _ := http.NewRequest(method, hs.URL+path, strings.NewReader(body))
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	ev := ceJSON("/d", "1", "d.t", 1)
+
+	disk := server.New(server.Config{Store: fullDiskStore{l, full}})
+	resp, b := do(disk, "POST", "/events", "application/cloudevents+json", ev)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "2" || !strings.Contains(b, "the disk is full") {
+		t.Errorf("ingest on a full disk: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if resp, b = do(disk, "GET", "/healthz", "", ""); !strings.Contains(b, `"status":"degraded"`) || !strings.Contains(b, `"appends":"refused for now: `) {
+		t.Errorf("healthz on a full disk: %d %s", resp.StatusCode, b)
+	}
+	if resp, b = do(disk, "GET", "/metrics", "", ""); !strings.Contains(b, "evtctl_log_unwritable 1\n") {
+		t.Errorf("metrics on a full disk do not say appends are refused")
+	}
+	if resp, b = do(disk, "GET", "/events?maxItems=3", "", ""); resp.StatusCode != 200 || strings.Contains(b, `"error"`) {
+		t.Errorf("a read on a full disk: %d %s", resp.StatusCode, b)
+	}
+
+	failed := server.New(server.Config{Store: failedStore{l}})
+	resp, b = do(failed, "POST", "/events", "application/cloudevents+json", ev)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "" || !strings.Contains(b, "until the node is restarted") {
+		t.Errorf("ingest on a failed log: %d, Retry-After %q, %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+}
