@@ -229,19 +229,10 @@ func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, 
 // withinAscending is within for items known to be in ascending order: only the last needs
 // looking at, unless it lies past the end.
 func (w *rangeWalk) withinAscending(items []Item) ([]Item, bool) {
-	if len(items) == 0 || compareCursors(items[len(items)-1].Cursor, w.end) <= 0 {
+	if len(items) == 0 || cursor.CompareText(items[len(items)-1].Cursor, w.end) <= 0 {
 		return items, false
 	}
 	return w.within(items, true)
-}
-
-// compareCursors compares two cursors as text: a byte comparison when they have the same
-// width, which is how cursors of one node sort.
-func compareCursors(a, b string) int {
-	if len(a) == len(b) {
-		return strings.Compare(a, b)
-	}
-	return cursor.CompareText(a, b)
 }
 
 func (w *rangeWalk) putBuf(b *streamBuf) {
@@ -366,7 +357,7 @@ func (sc *streamScanner) parse(lines []byte, items []Item) ([]Item, *streamEnd, 
 			}
 			return items, end, nil
 		}
-		if prev := unsafe.String(&sc.prev[0], sc.prevLen); sc.prevLen > 0 && compareCursors(it.Cursor, prev) <= 0 {
+		if prev := unsafe.String(&sc.prev[0], sc.prevLen); sc.prevLen > 0 && cursor.CompareText(it.Cursor, prev) <= 0 {
 			return items, nil, &DecodeError{Err: fmt.Errorf("cursor %s does not follow %s", it.Cursor, prev), Body: prefix(line, 80)}
 		}
 		sc.prevLen = copy(sc.prev[:], it.Cursor)

@@ -1,5 +1,7 @@
 package cursor
 
+import "strings"
+
 // The rules here are the one place where evtctl orders cursors and decides whether a reader
 // lost events: the client, the terminal UI and forward all use them.
 //
@@ -17,7 +19,14 @@ package cursor
 // are equal, +1 if a comes later. The empty cursor comes before every other. Text that does
 // not parse falls back to the order ADR-075 promises for opaque cursors: by length, then
 // byte by byte.
+//
+// Cursors of one width are fixed-width lower-case hex (Parse refuses anything else), so
+// their text sorts as they do: text of the same length is compared byte by byte, without
+// parsing — the per-item check of a replay stream relies on that being cheap.
 func CompareText(a, b string) int {
+	if len(a) == len(b) {
+		return strings.Compare(a, b)
+	}
 	ca, err1 := Parse(a)
 	cb, err2 := Parse(b)
 	if err1 == nil && err2 == nil {
