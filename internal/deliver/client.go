@@ -28,6 +28,7 @@ const (
 	maxDrainBytes  = 64 << 10 // read from a success reply that is not kept, so the connection can be reused
 	maxReasonBytes = 64 << 10 // an error reply
 	maxReasonLen   = 512      // Reason kept from a text reply
+	maxPageLen     = 100      // Reason kept from a web page
 )
 
 // Config configures a Client.
@@ -171,8 +172,9 @@ func (e *StatusError) Error() string {
 	if t := http.StatusText(e.Status); t != "" {
 		s += " " + t
 	}
-	if e.Reason != "" {
-		s += ": " + e.Reason
+	// A web page often repeats the status as its title: it is said once.
+	if r := strings.TrimPrefix(e.Reason, s); r != "" {
+		s += ": " + strings.TrimLeft(r, ": ")
 	}
 	return s
 }
@@ -425,9 +427,13 @@ func transportReason(err error) string {
 	return err.Error()
 }
 
-// Reason returns the message of a receiver's error reply, in one line of at most 512
-// bytes: the "error" (or "message") member of a JSON reply, the text of an HTML page without
-// its markup, or the text itself, with runs of white space made one space.
+// Reason returns the message of a receiver's error reply, in one line: the "error" (or
+// "message") member of a JSON reply or the text itself, up to 512 bytes; the start of a web
+// page's text without its markup, up to 100 bytes, enough to tell what answered; runs of
+// white space made one space.
 func Reason(b []byte) string {
+	if peer.FormOf(b) == peer.HTMLBody {
+		return peer.Text(b, maxPageLen)
+	}
 	return peer.Text(b, maxReasonLen)
 }

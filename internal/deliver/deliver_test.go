@@ -509,3 +509,17 @@ func TestReasonIsShortened(t *testing.T) {
 		t.Errorf("nested reason %q", r)
 	}
 }
+
+// A web page's text is cut to its start, and a title that repeats the status is said once.
+func TestPageReasonIsBrief(t *testing.T) {
+	page := "<html><head><title>501 Not Implemented</title></head><body><h1>501 Not Implemented</h1><p>" +
+		strings.Repeat("The server does not support this. ", 40) + "</p></body></html>"
+	err := &StatusError{Status: 501, Reason: Reason([]byte(page))}
+	msg := err.Error()
+	if strings.Count(msg, "501 Not Implemented") != 1 || !strings.HasPrefix(msg, "501 Not Implemented: The server does not") {
+		t.Errorf("message %q", msg)
+	}
+	if len(msg) > len("501 Not Implemented: ")+maxPageLen+len("…") {
+		t.Errorf("message of %d bytes: %q", len(msg), msg)
+	}
+}
