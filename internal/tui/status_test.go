@@ -56,3 +56,12 @@ func TestStatusBarOneLine(t *testing.T) {
 		}
 	}
 }
+
+// Every line of the help screen fits 80 columns: a key's description is at most 64.
+func TestHelpFitsEightyColumns(t *testing.T) {
+	for _, b := range defaultKeys().all() {
+		if h := b.Help(); len([]rune(h.Desc)) > 64 {
+			t.Errorf("%s: %q is %d columns", h.Key, h.Desc, len([]rune(h.Desc)))
+		}
+	}
+}

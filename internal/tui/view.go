@@ -124,8 +124,9 @@ func (m *Model) helpLines(h int) []string {
 		keys = append(keys, "  "+st.helpKey.Render(m.c.cells.fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
 	}
 	remarks := []string{"",
-		"  The list follows the head while its newest event is selected; moving up stops that,",
-		"  and end or G starts it again. A ⚠ row marks events the node lost before they were read."}
+		"  The list follows the head while its newest event is selected; moving up",
+		"  stops that, and end or G starts it again. A ⚠ row marks events the node",
+		"  lost before they were read."}
 	title := []string{st.helpTitle.Render("Keys"), ""}
 	if len(out)+len(title)+len(keys)+len(remarks) > h {
 		remarks = nil
