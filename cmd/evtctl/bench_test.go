@@ -8,12 +8,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/leaktest"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -117,31 +118,6 @@ func runBenchCLI(t *testing.T, ctx context.Context, tty bool, args ...string) (i
 	return exitCode(streams, root.ExecuteContext(ctx), ctx), out.String(), errOut.String()
 }
 
-func openFiles() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// settled waits (up to 10 s) for the goroutines and open files to be back at g0 and f0.
-func settled(t *testing.T, g0, f0 int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g, f := runtime.NumGoroutine(), openFiles()
-		if g <= g0 && f <= f0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("leaked: goroutines %d → %d, open files %d → %d\n%s", g0, g, f0, f, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestBenchUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -201,7 +177,7 @@ func TestBenchSendersNeedEvtctlNode(t *testing.T) {
 // On a terminal the report is a table; the embedded node is durable by default and gone
 // afterwards, with nothing left running.
 func TestBenchIngestEmbeddedTable(t *testing.T) {
-	g0, f0 := runtime.NumGoroutine(), openFiles()
+	settled := leaktest.Check(t)
 	dir := t.TempDir()
 	code, out, stderr := runBenchCLI(t, context.Background(), true, "bench", "ingest", "--embedded", "--embedded-dir", dir, "--count", "300", "--producers", "2", "--batch-size", "50")
 	if code != 0 {
@@ -215,12 +191,12 @@ func TestBenchIngestEmbeddedTable(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
 		t.Errorf("--embedded-dir %s holds no log (%v)", dir, err)
 	}
-	settled(t, g0, f0)
+	settled()
 }
 
 // Ctrl-C: the partial report is written, marked as such, and the status is 130.
 func TestBenchInterruptedReportsPartial(t *testing.T) {
-	g0, f0 := runtime.NumGoroutine(), openFiles()
+	settled := leaktest.Check(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(300*time.Millisecond, cancel) // a trigger only: nothing depends on how much ran
@@ -231,12 +207,12 @@ func TestBenchInterruptedReportsPartial(t *testing.T) {
 	if err := checkBenchReport(out); err != nil || !gjson.Get(out, "partial").Bool() {
 		t.Fatalf("partial report: %v\n%s", err, out)
 	}
-	settled(t, g0, f0)
+	settled()
 }
 
 // pollers --embedded runs its node as a process of its own and stops it afterwards.
 func TestBenchPollersChildNode(t *testing.T) {
-	g0, f0 := runtime.NumGoroutine(), openFiles()
+	settled := leaktest.Check(t)
 	code, out, stderr := runBenchCLI(t, context.Background(), false, "bench", "pollers", "--embedded", "--pollers", "30", "--rounds", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -259,5 +235,5 @@ func TestBenchPollersChildNode(t *testing.T) {
 			t.Errorf("%s = %s, want %s", path, got.Raw, want)
 		}
 	}
-	settled(t, g0, f0)
+	settled()
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/leaktest"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
@@ -39,37 +39,8 @@ func newTestNode(t *testing.T, maxWaiters int) *testNode {
 	return &testNode{URL: ts.URL, Store: store}
 }
 
-func openFDs() int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// noLeaks notes the goroutines and open files now; the function it returns waits (up to 10 s)
-// for both to be back to those counts and fails the test if they are not: a bench must
-// leave no goroutine or connection behind.
-func noLeaks(t *testing.T) func() {
-	t.Helper()
-	g0, f0 := runtime.NumGoroutine(), openFDs()
-	return func() {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			g, f := runtime.NumGoroutine(), openFDs()
-			if g <= g0 && f <= f0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Fatalf("leaked: goroutines %d → %d, open files %d → %d\n%s", g0, g, f0, f, buf)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
+// noLeaks: a bench must leave no goroutine or connection behind.
+var noLeaks = leaktest.Check
 
 // checkReport writes r as JSON, parses it back, checks that the environment is complete
 // and that every figure has a number and a unit, and returns the figures by name.
