@@ -316,17 +316,6 @@ func (p *producer) halt() {
 	p.wg.Wait()
 }
 
-func waitCond(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // replayAll reads a node's whole log oldest first and returns (id, cursor) in order.
 func replayAll(t *testing.T, url string) []tailLine {
 	t.Helper()
@@ -405,10 +394,10 @@ func tailAcrossNodes(t *testing.T, nodes []string, halt func() int) []tailLine {
 			args = append(args, "--from-start")
 		}
 		tail := startTail(t, out, args...)
-		waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 200 })
+		natstest.WaitUntil(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 200 })
 		if i == len(nodes)-1 {
 			total := halt()
-			waitCond(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
+			natstest.WaitUntil(t, 20*time.Second, "the tail catches up", func() bool { return len(lines)+len(readTail(t, out)) >= total })
 		}
 		if err := tail.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
@@ -480,8 +469,8 @@ func failStreamLeader(t *testing.T, url, stream, how string, fail func(name stri
 	for w := range 3 {
 		p.run(t, a, w)
 	}
-	waitCond(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
-	waitCond(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
+	natstest.WaitUntil(t, 20*time.Second, "300 events are acknowledged", func() bool { return p.n.Load() >= 300 })
+	natstest.WaitUntil(t, 20*time.Second, "the tail writes events", func() bool { return len(readTail(t, out)) >= 100 })
 
 	leaderName := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -496,15 +485,15 @@ func failStreamLeader(t *testing.T, url, stream, how string, fail func(name stri
 		return ""
 	}
 	var leader string
-	waitCond(t, 10*time.Second, "the stream has a leader", func() bool { leader = leaderName(); return leader != "" })
+	natstest.WaitUntil(t, 10*time.Second, "the stream has a leader", func() bool { leader = leaderName(); return leader != "" })
 	failedAt := p.n.Load()
 	fail(leader)
 	t.Logf("%s the stream leader %s after %d events", how, leader, failedAt)
 
-	waitCond(t, 40*time.Second, "300 more events are acknowledged after the leader failed", func() bool { return p.n.Load() >= failedAt+300 })
+	natstest.WaitUntil(t, 40*time.Second, "300 more events are acknowledged after the leader failed", func() bool { return p.n.Load() >= failedAt+300 })
 	p.halt()
 	acked := p.acked
-	waitCond(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
+	natstest.WaitUntil(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
 
 	checkOnce(t, "a replay from the first node", replayAll(t, a), acked)
 	checkOnce(t, "a replay from the second node", replayAll(t, b), acked)

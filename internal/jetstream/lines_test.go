@@ -94,7 +94,7 @@ func TestRefusesOldServerOnReconnect(t *testing.T) {
 
 	srv.Stop()
 	impostor := natstest.Start(t, old, natstest.Config{Port: srv.Config.Port})
-	waitUntil(t, 20*time.Second, "the node refuses the old server", func() bool {
+	natstest.WaitUntil(t, 20*time.Second, "the node refuses the old server", func() bool {
 		err := s.Failed()
 		return err != nil && strings.Contains(err.Error(), "nats-server "+old.Version)
 	})
@@ -115,21 +115,10 @@ func TestRefusesOldServerOnReconnect(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "the node serves again", func() bool { return s.Failed() == nil })
+	natstest.WaitUntil(t, 20*time.Second, "the node serves again", func() bool { return s.Failed() == nil })
 	p, err := s.Read(ctx, eventlog.Query{Max: 10, Ascending: true})
 	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != first {
 		t.Fatalf("a read once back on a newer server: %+v, %v", p.Items, err)
 	}
 
-}
-
-func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -225,3 +225,16 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// WaitUntil polls cond until it holds, failing the test after within: for what a cluster
+// does in its own time (a leader elected, a message replicated).
+func WaitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting until %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
