@@ -45,9 +45,9 @@ writes it), an RFC 3339 time, or a duration back from now (10m). --from is exclu
 there was already seen. --to is inclusive and defaults to the head when the replay starts.
 --since is --from with a time or a duration.
 
-When --from is a cursor or a checkpoint and the node no longer holds events after it (they
-aged out or were pruned), evtctl says so, naming both cursors; --on-gap decides what happens
-then, as for tail.`,
+When the node no longer holds events the range covers (they aged out, were pruned or were
+lost to damage in the node's log) — after a --from cursor or checkpoint, or within the range —
+evtctl says so, naming the cursors; --on-gap decides what happens then, as for tail.`,
 		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
   evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
   evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,

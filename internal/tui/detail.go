@@ -98,9 +98,9 @@ func (d *detailModel) lines(r row, ok bool) []string {
 			jl = append(jl, jline{spans: []span{{tokText, "Its log now starts at"}}},
 				jline{indent: 1, spans: []span{{tokString, clean(r.gap.Oldest)}}})
 		} else {
-			jl = append(jl, jline{spans: []span{{tokText, "and its log is empty now."}}})
+			jl = append(jl, jline{spans: []span{{tokText, "and it holds none after it now."}}})
 		}
-		jl = append(jl, jline{spans: []span{{tokText, "They aged out or were pruned before they were read."}}})
+		jl = append(jl, jline{spans: []span{{tokText, "They aged out, were pruned or were lost to damage before they were read."}}})
 	} else if len(r.ev.data) == 0 {
 		jl = []jline{{spans: []span{{tokText, "(no data)"}}}}
 	} else {

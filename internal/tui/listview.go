@@ -257,7 +257,7 @@ func (c cells) shortID(id string) string {
 
 func gapText(after, oldest string) string {
 	if oldest == "" {
-		return "events lost after " + clean(after) + " (the log is empty now)"
+		return "events lost after " + clean(after) + " (none after it is left)"
 	}
 	return "events lost between " + clean(after) + " and " + clean(oldest)
 }
