@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/retry"
 )
 
@@ -78,29 +79,10 @@ func serve(t *testing.T, replies ...reply) (*scripted, *httptest.Server) {
 // which a bubble cannot wait on. The target's URL is receiverURL.
 func serveInProcess(replies ...reply) (*scripted, *http.Client) {
 	s := &scripted{replies: replies}
-	return s, &http.Client{Transport: handlerTransport{s}}
+	return s, &http.Client{Transport: inprocess.Transport{Handler: s}}
 }
 
 const receiverURL = "http://receiver.test/hook"
-
-// handlerTransport serves each request with a handler, in the caller's goroutine.
-type handlerTransport struct{ h http.Handler }
-
-func (tr handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sreq := req.Clone(req.Context())
-	sreq.RequestURI = req.URL.RequestURI()
-	if sreq.Body == nil {
-		sreq.Body = http.NoBody
-	}
-	rec := httptest.NewRecorder()
-	tr.h.ServeHTTP(rec, sreq)
-	if err := req.Context().Err(); err != nil {
-		return nil, err // the client gave up before the reply
-	}
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
 
 // retryLog records OnRetry calls.
 type retryLog struct {

@@ -1,19 +1,17 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
@@ -226,12 +224,10 @@ func TestSlowHeaders(t *testing.T) {
 		t.Cleanup(func() { _ = l.Close() })
 		srv := server.New(server.Config{Store: l})
 		hs := srv.HTTPServer("node.test:80", 200*time.Millisecond)
-		ln := newPipeListener()
+		ln := inprocess.NewListener()
 		served := make(chan error, 1)
 		go func() { served <- hs.Serve(ln) }()
-		hc := &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return ln.dial(ctx) },
-		}}
+		hc := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
 		t.Cleanup(func() {
 			hc.CloseIdleConnections()
 			srv.Shutdown()
@@ -242,7 +238,7 @@ func TestSlowHeaders(t *testing.T) {
 		})
 
 		start := time.Now()
-		slow, err := ln.dial(t.Context())
+		slow, err := ln.Dial(t.Context(), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,49 +276,3 @@ func TestSlowHeaders(t *testing.T) {
 		}
 	})
 }
-
-// pipeListener is a net.Listener whose connections are net.Pipe pairs: a server in a synctest
-// bubble can be reached without a socket, which a bubble cannot wait on.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial connects to the listener.
-func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "node.test:80" }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -94,27 +95,7 @@ func newFakeClockNode(t *testing.T, cfg server.Config) (*node, *readCounter) {
 	cfg.Store = rc
 	srv := server.New(cfg)
 	t.Cleanup(srv.Shutdown)
-	return &node{t: t, srv: srv, log: l, hc: &http.Client{Transport: handlerTransport{srv}}}, rc
-}
-
-// handlerTransport serves each request with a handler, in the caller's goroutine.
-type handlerTransport struct{ h http.Handler }
-
-func (tr handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sreq := req.Clone(req.Context())
-	sreq.RequestURI = req.URL.RequestURI()
-	sreq.RemoteAddr = "192.0.2.1:1234"
-	if sreq.Body == nil {
-		sreq.Body = http.NoBody
-	}
-	rec := httptest.NewRecorder()
-	tr.h.ServeHTTP(rec, sreq)
-	resp := rec.Result()
-	resp.Request = req
-	if err := req.Context().Err(); err != nil {
-		return nil, err // the request was given up, as a client sees it
-	}
-	return resp, nil
+	return &node{t: t, srv: srv, log: l, hc: &http.Client{Transport: inprocess.Transport{Handler: srv}}}, rc
 }
 
 // readCounter counts the reads of a log that have returned.
