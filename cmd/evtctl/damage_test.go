@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -75,7 +76,7 @@ func stopServe(t *testing.T, cmd *exec.Cmd) {
 	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-testwait.Expired(t):
 		t.Fatal("the node did not stop")
 	}
 }

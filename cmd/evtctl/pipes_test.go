@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/internal/testwait"
 )
 
 // startChild starts the test binary as evtctl with args; stdout and stderr go where given.
@@ -61,14 +63,15 @@ func brokenPipe(t *testing.T) *os.File {
 	return w
 }
 
-// exitWithin waits for a child's exit status; a child still running after d fails the test.
-func exitWithin(t *testing.T, done <-chan int, d time.Duration, what string) int {
+// exited waits for a child's exit status; a child still running at the test's deadline
+// fails the test.
+func exited(t *testing.T, done <-chan int, what string) int {
 	t.Helper()
 	select {
 	case code := <-done:
 		return code
-	case <-time.After(d):
-		t.Fatalf("%s: still running after %s", what, d)
+	case <-testwait.Expired(t):
+		t.Fatalf("%s: still running", what)
 	}
 	return 0
 }
@@ -107,25 +110,22 @@ func testNode(t *testing.T) (url string, stop func()) {
 func waitReaders(t *testing.T, node string, n int) {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^evtctl_waiting_readers ` + strconv.Itoa(n) + `$`)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(node + "/metrics"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if re.Match(b) {
-				return
-			}
+	testwait.Until(t, fmt.Sprintf("%d waiting readers on %s", n, node), func() bool {
+		resp, err := http.Get(node + "/metrics")
+		if err != nil {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no %d waiting readers on %s", n, node)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return re.Match(b)
+	})
 }
 
 // `evtctl completion bash | true`: the reader is gone before the script is written; evtctl
 // ends quietly, with status 0.
 func TestCompletionToClosedPipe(t *testing.T) {
 	var stderr bytes.Buffer
-	code := exitWithin(t, startChild(t, brokenPipe(t), &stderr, "completion", "bash"), 20*time.Second, "completion bash")
+	code := exited(t, startChild(t, brokenPipe(t), &stderr, "completion", "bash"), "completion bash")
 	if code != 0 || stderr.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
 	}
@@ -148,7 +148,7 @@ func TestTailEndsWhenStdoutReaderGoes(t *testing.T) {
 	done := startChild(t, w, &stderr, "tail", "--node", node, "-o", "jsonl")
 	waitReaders(t, node, 1)
 	r.Close()
-	if code := exitWithin(t, done, 10*time.Second, "tail with its reader gone"); code != 0 || stderr.Len() != 0 {
+	if code := exited(t, done, "tail with its reader gone"); code != 0 || stderr.Len() != 0 {
 		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
 	}
 }
@@ -165,7 +165,7 @@ func TestTailEndsWhenStderrReaderGoes(t *testing.T) {
 	done := startChild(t, out, brokenPipe(t), "tail", "--node", node, "-o", "jsonl")
 	waitReaders(t, node, 1)
 	stop()
-	if code := exitWithin(t, done, 10*time.Second, "tail retrying with stderr gone"); code != 0 {
+	if code := exited(t, done, "tail retrying with stderr gone"); code != 0 {
 		t.Fatalf("exit %d, want 0", code)
 	}
 }

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/internal/tmnode"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -42,6 +44,11 @@ func TestTendermintScripts(t *testing.T) {
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
 			env.Setenv("TM_NODE_SCRIPT", script)
+			if t, ok := env.T().(testing.TB); ok {
+				if d, ok := testwait.Deadline(t); ok {
+					env.Values[deadlineKey{}] = d
+				}
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -129,23 +136,63 @@ func tmCall(ts *testscript.TestScript, params map[string]any) gjson.Result {
 // afterAll is a `before` cursor past every real one: the node answers at once.
 const afterAll = "7fffffffffffffff-ffff"
 
-// cmdTMSettle waits until the node's newest item has stayed the same for 1.5 s: with
-// create-empty-blocks=false the node is then idle until the next transaction.
+// deadlineKey holds, in a script's values, when a wait for the node gives up (testwait).
+type deadlineKey struct{}
+
+// cmdTMSettle waits until the node is idle: with create-empty-blocks=false it then makes no
+// block and logs no item until the next transaction. It is idle when its mempool is empty,
+// its latest block H needs no block after it (the application's hash after H is the one in
+// H's header: no proof block follows), and the newest item of its log is the NewRound of
+// height H+1, round 0 begun and waiting for a transaction; the newest item is read before
+// and after the rest, and must not have moved.
 //
 //	tmsettle
 func cmdTMSettle(ts *testscript.TestScript, neg bool, args []string) {
-	deadline := time.Now().Add(30 * time.Second)
-	last, since := "", time.Now()
-	for time.Now().Before(deadline) {
-		newest := tmCall(ts, map[string]any{"maxItems": 1, "before": afterAll}).Get("newest").String()
-		if newest != last {
-			last, since = newest, time.Now()
-		} else if newest != "" && time.Since(since) > 1500*time.Millisecond {
+	deadline, bounded := ts.Value(deadlineKey{}).(time.Time)
+	newest := func() gjson.Result {
+		return tmCall(ts, map[string]any{"maxItems": 1, "before": afterAll}).Get("items.0")
+	}
+	var state string
+	for {
+		first := newest()
+		st := tmGet(ts, "/status").Get("sync_info")
+		abci := tmGet(ts, "/abci_info").Get("response")
+		pending := tmGet(ts, "/num_unconfirmed_txs").Get("total").Int()
+		last := newest()
+		height := st.Get("latest_block_height").Int()
+		appHash, err := base64.StdEncoding.DecodeString(abci.Get("last_block_app_hash").String())
+		ts.Check(err)
+		state = fmt.Sprintf("block %d with app hash %s, application at block %d with %X, %d transactions pending, newest item %s %s",
+			height, st.Get("latest_app_hash"), abci.Get("last_block_height").Int(), appHash, pending,
+			last.Get("event"), last.Get("data.value.height"))
+		if first.Get("cursor").String() == last.Get("cursor").String() && pending == 0 &&
+			abci.Get("last_block_height").Int() == height && strings.EqualFold(fmt.Sprintf("%X", appHash), st.Get("latest_app_hash").String()) &&
+			last.Get("event").String() == "NewRound" && last.Get("data.value.height").Int() == height+1 {
 			return
+		}
+		if bounded && time.Now().After(deadline) {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ts.Fatalf("tmsettle: the node did not go idle")
+	ts.Fatalf("tmsettle: the node did not go idle: %s", state)
+}
+
+// tmGet gets a URI endpoint of the node at TM and returns its result.
+func tmGet(ts *testscript.TestScript, path string) gjson.Result {
+	resp, err := http.Get(ts.Getenv("TM") + path)
+	ts.Check(err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	ts.Check(err)
+	r := gjson.ParseBytes(b)
+	if resp.StatusCode != http.StatusOK || r.Get("error").Exists() {
+		ts.Fatalf("GET %s: HTTP %d %s", path, resp.StatusCode, b)
+	}
+	if res := r.Get("result"); res.Exists() { // JSON-RPC envelope, where the node uses one
+		return res
+	}
+	return r
 }
 
 // tmItems pages through the node's whole log by raw JSON-RPC, newest first with `before`

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/retry"
 )
 
@@ -70,6 +72,17 @@ func serve(t *testing.T, replies ...reply) (*scripted, *httptest.Server) {
 	t.Cleanup(ts.Close)
 	return s, ts
 }
+
+// serveInProcess is serve for a test in a synctest bubble, where the sender's timeouts and
+// waits run on a fake clock and take exactly as long as they should: the client it returns
+// hands each request to the scripted server in the sending goroutine, with no connection,
+// which a bubble cannot wait on. The target's URL is receiverURL.
+func serveInProcess(replies ...reply) (*scripted, *http.Client) {
+	s := &scripted{replies: replies}
+	return s, &http.Client{Transport: inprocess.Transport{Handler: s}}
+}
+
+const receiverURL = "http://receiver.test/hook"
 
 // retryLog records OnRetry calls.
 type retryLog struct {
@@ -152,29 +165,33 @@ func TestRetry500Then200SameBody(t *testing.T) {
 	}
 }
 
+// A Retry-After is waited out: on a fake clock, the sender waits exactly the delay it reports
+// to OnRetry, and that is the second the receiver asked for.
 func TestRetryAfterHonoured(t *testing.T) {
 	for _, status := range []int{503, 429} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			srv, ts := serve(t, reply{status: status, header: map[string]string{"Retry-After": "1"}}, reply{status: 204})
-			s, log := newSender(t, Options{URL: ts.URL, Mode: Structured})
-			start := time.Now()
-			res, err := s.Send(context.Background(), [][]byte{event("e1")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if el := time.Since(start); el < 950*time.Millisecond {
-				t.Errorf("retried after %s, want at least Retry-After: 1s", el)
-			}
-			if n := len(srv.requests()); n != 2 {
-				t.Errorf("%d requests, want 2", n)
-			}
-			calls := log.get()
-			if len(calls) != 1 || calls[0].delay < time.Second {
-				t.Errorf("OnRetry %+v: want one call with a delay of at least 1s", calls)
-			}
-			if res[0].Status != 204 || res[0].Cursor != "" {
-				t.Errorf("result %+v", res[0])
-			}
+			synctest.Test(t, func(t *testing.T) {
+				srv, hc := serveInProcess(reply{status: status, header: map[string]string{"Retry-After": "1"}}, reply{status: 204})
+				s, log := newSender(t, Options{URL: receiverURL, Mode: Structured, Client: hc})
+				start := time.Now()
+				res, err := s.Send(context.Background(), [][]byte{event("e1")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(srv.requests()); n != 2 {
+					t.Errorf("%d requests, want 2", n)
+				}
+				calls := log.get()
+				if len(calls) != 1 || calls[0].delay != time.Second {
+					t.Fatalf("OnRetry %+v: want one call with the Retry-After delay of 1s", calls)
+				}
+				if el := time.Since(start); el != calls[0].delay {
+					t.Errorf("retried after %s, want the %s delay", el, calls[0].delay)
+				}
+				if res[0].Status != 204 || res[0].Cursor != "" {
+					t.Errorf("result %+v", res[0])
+				}
+			})
 		})
 	}
 }
@@ -300,42 +317,53 @@ func TestTransportErrorRetried(t *testing.T) {
 	}
 }
 
+// An attempt that gets no reply is given up at the timeout, exactly (on a fake clock), and
+// retried.
 func TestHungServerTimesOutAndRetries(t *testing.T) {
-	srv, ts := serve(t, reply{hang: true}, reply{status: 200})
-	s, log := newSender(t, Options{URL: ts.URL, Mode: Structured, Timeout: 200 * time.Millisecond})
-	start := time.Now()
-	res, err := s.Send(context.Background(), [][]byte{event("e1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el < 200*time.Millisecond || el > 5*time.Second {
-		t.Errorf("took %s", el)
-	}
-	calls := log.get()
-	if len(calls) != 1 || !errors.Is(calls[0].err, context.DeadlineExceeded) {
-		t.Fatalf("OnRetry %+v, want one timeout", calls)
-	}
-	if n := len(srv.requests()); n != 2 || res[0].Status != 200 {
-		t.Errorf("%d requests, result %+v", n, res)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc := serveInProcess(reply{hang: true}, reply{status: 200})
+		s, log := newSender(t, Options{URL: receiverURL, Mode: Structured, Timeout: 200 * time.Millisecond, Client: hc})
+		start := time.Now()
+		res, err := s.Send(context.Background(), [][]byte{event("e1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := log.get()
+		if len(calls) != 1 || !errors.Is(calls[0].err, context.DeadlineExceeded) {
+			t.Fatalf("OnRetry %+v, want one timeout", calls)
+		}
+		if el, want := time.Since(start), 200*time.Millisecond+calls[0].delay; el != want {
+			t.Errorf("delivered after %s, want the 200ms timeout and the %s delay", el, calls[0].delay)
+		}
+		if n := len(srv.requests()); n != 2 || res[0].Status != 200 {
+			t.Errorf("%d requests, result %+v", n, res)
+		}
+	})
 }
 
+// A context that ends while the sender waits to retry ends the wait: on a fake clock, Send
+// returns when the context ends, not when the 30s Retry-After would have.
 func TestContextEndsRetries(t *testing.T) {
-	_, ts := serve(t, reply{status: 503, header: map[string]string{"Retry-After": "30"}})
-	s, _ := newSender(t, Options{URL: ts.URL, Mode: Structured})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := s.Send(ctx, [][]byte{event("e1")})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v", err)
-	}
-	if !strings.Contains(err.Error(), "503") {
-		t.Errorf("error %q does not mention the last failure", err)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Errorf("took %s to notice the context", el)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, hc := serveInProcess(reply{status: 503, header: map[string]string{"Retry-After": "30"}})
+		s, _ := newSender(t, Options{URL: receiverURL, Mode: Structured, Client: hc})
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := s.Send(ctx, [][]byte{event("e1")})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+		if !strings.Contains(err.Error(), "503") {
+			t.Errorf("error %q does not mention the last failure", err)
+		}
+		if el := time.Since(start); el != 200*time.Millisecond {
+			t.Errorf("returned after %s, want when the context ended, at 200ms", el)
+		}
+		if n := len(srv.requests()); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
 }
 
 func TestPartialResults(t *testing.T) {

@@ -201,11 +201,10 @@ func TestCaptures(t *testing.T) {
 				}
 				var r result
 				mustUnmarshal(t, got["result"], &r)
+				// With items there, the call answers with them: a wait that ran out would
+				// have answered with none.
 				if len(r.Items) != len(captureEvents) || r.More || r.Items[0].Event != "NewRoundStep" {
 					t.Fatalf("result %s, want the whole log of %d items", got["result"], len(captureEvents))
-				}
-				if elapsed > 4*time.Second {
-					t.Fatalf("answered after %v though items were there", elapsed)
 				}
 				return
 			}
@@ -229,9 +228,12 @@ func TestCaptures(t *testing.T) {
 			mustUnmarshal(t, got["result"], &gr)
 			checkResult(t, wr, gr, tc.file != "post_longpoll_timeout.json")
 			if tc.file == "post_longpoll_timeout.json" {
-				// As the recorded node: no items after waiting about the 2s asked for.
-				if elapsed < 2*time.Second || elapsed > 8*time.Second {
-					t.Fatalf("the long-poll answered after %v, want about 2s", elapsed)
+				// As the recorded node: no items, after the 2s asked for. Only the lower
+				// bound is checked: the wait starts after the request is sent and its timer
+				// cannot fire early, so no load makes it fail. (How long the wait lasts,
+				// exactly, is TestLongPollTimesOut's, on a fake clock.)
+				if elapsed < 2*time.Second {
+					t.Fatalf("the long-poll answered after %v, before the 2s asked for", elapsed)
 				}
 			}
 		})

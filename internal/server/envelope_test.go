@@ -5,31 +5,38 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/server"
 )
 
 // A notification (a call without an id, or with a null one, as a Tendermint node counts it)
 // gets no reply: HTTP 200 with an empty body, whatever its method and params. In a batch it is
 // left out of the replies, and a batch of notifications alone gets an empty body too.
 func TestNotificationsGetNoReply(t *testing.T) {
-	n := newMemNode(t)
-	n.ingest(ceJSON("/nt", "1", "nt.a", 1))
+	n, rc := newCountingNode(t, server.Config{MaxWait: time.Hour})
+	head := n.ingest(ceJSON("/nt", "1", "nt.a", 1)).Cursor
+	waits := `"after":"` + head + `","waitTime":"1h"` // run, it would wait an hour for a new item
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","method":"events","params":{"maxItems":1}}`,
 		`{"jsonrpc":"2.0","id":null,"method":"events","params":{"maxItems":1}}`,
+		`{"jsonrpc":"2.0","method":"events","params":{` + waits + `}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"events","params":{` + waits + `}}`,
 		`{"jsonrpc":"2.0","method":"status"}`,
 		`{"jsonrpc":"2.0","method":"events","params":{"after":"zzz"}}`,
 		`{"method":"events","params":{"maxItems":"abc"}}`,
-		`[{"jsonrpc":"2.0","method":"events"},{"jsonrpc":"2.0","id":null,"method":"events"}]`,
+		`[{"jsonrpc":"2.0","method":"events"},{"jsonrpc":"2.0","id":null,"method":"events","params":{` + waits + `}}]`,
 	} {
-		start := time.Now()
+		reads := rc.reads.Load()
 		resp, b := n.post("/", "application/json", body)
 		if resp.StatusCode != http.StatusOK || len(b) != 0 {
 			t.Errorf("%s: HTTP %d %q, want 200 and no body", body, resp.StatusCode, b)
 		}
-		// An events notification is not run: it would wait for a new item for nothing.
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Errorf("%s: took %v", body, d)
+		// An events notification is not run: it reads nothing, and one that would wait is
+		// answered all the same.
+		if r := rc.reads.Load(); r != reads {
+			t.Errorf("%s: %d reads of the log, want none", body, r-reads)
 		}
 	}
 
@@ -84,24 +91,39 @@ func TestParamNamesIgnoreCase(t *testing.T) {
 }
 
 // A negative waitTime is no error: a Tendermint node raises it to its shortest wait, and an
-// evtctl node takes the default wait, which is the same one second unless configured.
+// evtctl node takes the default wait, which is the same one second unless configured. On a
+// fake clock, the wait is seen to be exactly that.
 func TestNegativeWaitTime(t *testing.T) {
-	n := newMemNode(t)
-	c := n.ingest(ceJSON("/nw", "1", "nw.a", 1)).Cursor
-	for _, params := range []string{`{"waitTime":-1}`, `{"waitTime":-99999999999}`, `{"wait_time":"-5s"}`, `["",0,"","",-1]`} {
-		if r := n.events(params); len(r.Items) != 1 {
-			t.Errorf("params %s: %d items, want 1", params, len(r.Items))
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := newFakeClockNode(t, server.Config{})
+		c := n.ingest(ceJSON("/nw", "1", "nw.a", 1)).Cursor
+		for _, params := range []string{`{"waitTime":-1}`, `{"waitTime":-99999999999}`, `{"wait_time":"-5s"}`, `["",0,"","",-1]`} {
+			if r := n.events(params); len(r.Items) != 1 {
+				t.Errorf("params %s: %d items, want 1", params, len(r.Items))
+			}
 		}
-	}
-	if r := n.getEvents("waitTime=-5"); len(r.Items) != 1 {
-		t.Errorf("GET waitTime=-5: %d items, want 1", len(r.Items))
-	}
-	// With nothing to return, the call waits the default second, not less and not forever.
-	start := time.Now()
-	r := n.events(fmt.Sprintf(`{"after":%q,"waitTime":-1}`, c))
-	if d := time.Since(start); len(r.Items) != 0 || d < 900*time.Millisecond || d > 5*time.Second {
-		t.Fatalf("negative wait with nothing new: %d items after %v", len(r.Items), d)
-	}
+		if r := n.getEvents("waitTime=-5"); len(r.Items) != 1 {
+			t.Errorf("GET waitTime=-5: %d items, want 1", len(r.Items))
+		}
+		// With nothing to return, the call waits the default second, not less and not more.
+		for _, params := range []string{
+			fmt.Sprintf(`{"after":%q,"waitTime":-1}`, c),
+			fmt.Sprintf(`{"after":%q,"waitTime":-99999999999}`, c),
+			fmt.Sprintf(`{"after":%q,"wait_time":"-5s"}`, c),
+			fmt.Sprintf(`["",0,%q,"",-1]`, c),
+		} {
+			start := time.Now()
+			r := n.events(params)
+			if d := time.Since(start); len(r.Items) != 0 || d != time.Second {
+				t.Errorf("params %s with nothing new: %d items after %v, want none after 1s", params, len(r.Items), d)
+			}
+		}
+		start := time.Now()
+		r := n.getEvents("waitTime=-5&after=" + c)
+		if d := time.Since(start); len(r.Items) != 0 || d != time.Second {
+			t.Errorf("GET waitTime=-5 with nothing new: %d items after %v, want none after 1s", len(r.Items), d)
+		}
+	})
 }
 
 // The envelope as a Tendermint node reads it: "jsonrpc" may be left out, member names match

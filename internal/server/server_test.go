@@ -20,30 +20,61 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // --- test harness ---------------------------------------------------------------------------
 
-// node is a Server over an event log, served by an httptest server on loopback.
+// node is a Server over an event log, served by an httptest server on loopback, or, for a
+// test on a fake clock, by its client alone (newFakeClockNode).
 type node struct {
 	t   testing.TB
 	srv *server.Server
 	log *eventlog.Log
-	ts  *httptest.Server
+	ts  *httptest.Server // nil on a fake clock
 	hc  *http.Client
+}
+
+// url is where the node's client sends requests.
+func (n *node) url() string {
+	if n.ts == nil {
+		return "http://node.test" // any: the client hands requests to the handler
+	}
+	return n.ts.URL
 }
 
 // newNode starts a node. Cleanup wakes long-polls, stops the HTTP server and closes the log.
 func newNode(t testing.TB, cfg server.Config, opts eventlog.Options) *node {
+	t.Helper()
+	l := openLog(t, opts)
+	cfg.Store = l
+	return serveNode(t, cfg, l)
+}
+
+// newCountingNode starts a node on an in-memory log whose reads it counts.
+func newCountingNode(t testing.TB, cfg server.Config) (*node, *readCounter) {
+	t.Helper()
+	l := openLog(t, eventlog.Options{})
+	rc := &readCounter{Store: l}
+	cfg.Store = rc
+	return serveNode(t, cfg, l), rc
+}
+
+func openLog(t testing.TB, opts eventlog.Options) *eventlog.Log {
 	t.Helper()
 	l, err := eventlog.Open(opts)
 	if err != nil {
 		t.Fatalf("open event log: %v", err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	cfg.Store = l
+	return l
+}
+
+// serveNode serves a Server for cfg, whose store is l or wraps it.
+func serveNode(t testing.TB, cfg server.Config, l *eventlog.Log) *node {
 	srv := server.New(cfg)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -51,12 +82,39 @@ func newNode(t testing.TB, cfg server.Config, opts eventlog.Options) *node {
 	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 }
 
+// newFakeClockNode starts a node for a test that runs in a synctest bubble, and is called in
+// the bubble: the log, the Server and their timers are the bubble's, and the node's client
+// hands each request to the Server's handler in the goroutine that sends it, with no
+// connection, which a bubble cannot wait on. The node's waits run on the bubble's fake clock,
+// which moves only when every goroutine in the bubble is blocked: the test may say exactly
+// how long a wait lasted, whatever else the machine is doing. Its reads are counted.
+func newFakeClockNode(t *testing.T, cfg server.Config) (*node, *readCounter) {
+	t.Helper()
+	l := openLog(t, eventlog.Options{})
+	rc := &readCounter{Store: l}
+	cfg.Store = rc
+	srv := server.New(cfg)
+	t.Cleanup(srv.Shutdown)
+	return &node{t: t, srv: srv, log: l, hc: &http.Client{Transport: inprocess.Transport{Handler: srv}}}, rc
+}
+
+// readCounter counts the reads of a log that have returned.
+type readCounter struct {
+	eventlog.Store
+	reads atomic.Int64
+}
+
+func (c *readCounter) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
+	defer c.reads.Add(1)
+	return c.Store.Read(ctx, q)
+}
+
 func newMemNode(t testing.TB) *node { return newNode(t, server.Config{}, eventlog.Options{}) }
 
 // do sends a request and returns the response (body read and closed) and the body.
 func (n *node) do(req *http.Request) (*http.Response, []byte) {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(req.Context(), 20*time.Second)
+	ctx, cancel := testwait.Context(n.t, req.Context())
 	defer cancel()
 	resp, err := n.hc.Do(req.WithContext(ctx))
 	if err != nil {
@@ -76,7 +134,7 @@ func (n *node) newRequest(method, path, contentType string, body []byte, hdr ...
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, n.ts.URL+path, r)
+	req, err := http.NewRequest(method, n.url()+path, r)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -282,16 +340,10 @@ func decodeCE(t testing.TB, it item) ce {
 
 func appended(n *node) uint64 { return n.log.Stats().Appended }
 
-// waitUntil polls cond every millisecond until it holds, failing the test after 10s.
+// waitUntil polls cond every millisecond until it holds, failing the test at its deadline.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, what, cond)
 }
 
 // --- dedupe ---------------------------------------------------------------------------------
@@ -584,7 +636,7 @@ func wantMetric(t *testing.T, m map[string]float64, key string, want float64) {
 }
 
 func TestMetrics(t *testing.T) {
-	n := newMemNode(t)
+	n := newNode(t, server.Config{MaxWait: time.Hour}, eventlog.Options{}) // a long-poll waits until Shutdown
 	n.ingestBatch([]string{ceJSON("/m", "1", "m.t", 1), ceJSON("/m", "2", "m.t", 2)})
 	n.ingest(ceJSON("/m", "3", "m.t", 3))
 	n.ingest(ceJSON("/m", "3", "m.t", 3)) // duplicate
@@ -622,7 +674,7 @@ func TestMetrics(t *testing.T) {
 	done := make(chan *result, 1)
 	st := n.log.Stats()
 	go func() {
-		r, _ := n.rpcRaw(`{"jsonrpc":"2.0","id":1,"method":"events","params":{"after":"` + st.Newest.String() + `","waitTime":10000000000}}`)
+		r, _ := n.rpcRaw(`{"jsonrpc":"2.0","id":1,"method":"events","params":{"after":"` + st.Newest.String() + `","waitTime":"1h"}}`)
 		done <- r.Result
 	}()
 	waitUntil(t, "the long-poll waits", func() bool { return n.srv.Waiters() == 1 })
@@ -633,7 +685,7 @@ func TestMetrics(t *testing.T) {
 		if r == nil || len(r.Items) != 0 {
 			t.Fatalf("woken long-poll answered %+v", r)
 		}
-	case <-time.After(10 * time.Second):
+	case <-testwait.Expired(t):
 		t.Fatalf("Shutdown did not wake the long-poll")
 	}
 	wantMetric(t, scrape(t, n), "evtctl_waiting_readers", 0)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -48,7 +49,7 @@ func newShareServer(t *testing.T) (*Server, *eventlog.Log, *countingStore) {
 	}
 	t.Cleanup(func() { l.Close() })
 	cs := &countingStore{Store: l}
-	s := New(Config{Store: cs, MaxWait: 20 * time.Second})
+	s := New(Config{Store: cs, MaxWait: time.Hour}) // only a wake answers a waiter within a test
 	t.Cleanup(s.Shutdown)
 	return s, l, cs
 }
@@ -90,13 +91,7 @@ func pollGo(ctx context.Context, s *Server, p eventsParams) <-chan outcome {
 
 func waitersReach(t *testing.T, s *Server, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Waiters() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d long-polls waiting, want %d", s.Waiters(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("%d long-polls waiting", n), func() bool { return s.Waiters() == n })
 }
 
 func take(t *testing.T, ch <-chan outcome) outcome {
@@ -107,8 +102,8 @@ func take(t *testing.T, ch <-chan outcome) outcome {
 			t.Fatalf("events: %+v", o.rerr)
 		}
 		return o
-	case <-time.After(15 * time.Second):
-		t.Fatal("a long-poll did not answer within 15s")
+	case <-testwait.Expired(t):
+		t.Fatal("a long-poll did not answer")
 	}
 	panic("unreachable")
 }
@@ -129,7 +124,7 @@ func TestSharedWakeGivesEachItsOwnPage(t *testing.T) {
 	const each = 25
 	chans := make([][]<-chan outcome, len(questions))
 	for i, q := range questions {
-		q.Wait = 20 * time.Second
+		q.Wait = time.Hour
 		for range each {
 			chans[i] = append(chans[i], pollGo(t.Context(), s, q))
 		}
@@ -185,7 +180,7 @@ func TestSharedPageIsNotPooled(t *testing.T) {
 	head := appendTypes(t, l, "a")[0]
 	var chans []<-chan outcome
 	for range 8 {
-		chans = append(chans, pollGo(t.Context(), s, eventsParams{After: head, MaxItems: 5, Wait: 20 * time.Second}))
+		chans = append(chans, pollGo(t.Context(), s, eventsParams{After: head, MaxItems: 5, Wait: time.Hour}))
 	}
 	waitersReach(t, s, 8)
 	appendTypes(t, l, "a", "b")
@@ -241,7 +236,7 @@ func TestSharedPagesUnderConcurrentWriters(t *testing.T) {
 	for round := range 5 {
 		var chans []<-chan outcome
 		for i := range 60 {
-			chans = append(chans, pollGo(t.Context(), s, eventsParams{After: head, MaxItems: 1 + i%3, Ascending: i%2 == 0, Wait: 20 * time.Second}))
+			chans = append(chans, pollGo(t.Context(), s, eventsParams{After: head, MaxItems: 1 + i%3, Ascending: i%2 == 0, Wait: time.Hour}))
 		}
 		waitersReach(t, s, 60)
 		var appends sync.WaitGroup
@@ -292,7 +287,7 @@ func TestSharedPagesUnderConcurrentWriters(t *testing.T) {
 func TestSharedReadOfACancelledCall(t *testing.T) {
 	s, l, cs := newShareServer(t)
 	head := appendTypes(t, l, "a")[0]
-	p := eventsParams{After: head, MaxItems: 3, Wait: 20 * time.Second}
+	p := eventsParams{After: head, MaxItems: 3, Wait: time.Hour}
 	ctxs := make([]context.Context, 2)
 	cancels := make([]context.CancelFunc, 2)
 	chans := make([]<-chan outcome, 2)
@@ -310,7 +305,7 @@ func TestSharedReadOfACancelledCall(t *testing.T) {
 	var reading context.Context
 	select {
 	case reading = <-cs.gated:
-	case <-time.After(10 * time.Second):
+	case <-testwait.Expired(t):
 		t.Fatal("no read after the append")
 	}
 	leader := 0
@@ -323,7 +318,7 @@ func TestSharedReadOfACancelledCall(t *testing.T) {
 		if o.rerr == nil || o.rerr.Data != "request cancelled" {
 			t.Fatalf("the cancelled call answered %+v %s", o.rerr, o.res.b)
 		}
-	case <-time.After(10 * time.Second):
+	case <-testwait.Expired(t):
 		t.Fatal("the cancelled call did not return")
 	}
 	close(gate)
@@ -339,7 +334,7 @@ func TestSharedReadOfACancelledCall(t *testing.T) {
 func TestSharedFindingMissesNoAppend(t *testing.T) {
 	s, l, cs := newShareServer(t)
 	head := appendTypes(t, l, "a")[0]
-	p := eventsParams{After: head, MaxItems: 1, Query: "type = 'b'", Wait: 20 * time.Second}
+	p := eventsParams{After: head, MaxItems: 1, Query: "type = 'b'", Wait: time.Hour}
 	first := pollGo(t.Context(), s, p)
 	waitersReach(t, s, 1)
 	reads := cs.reads.Load()

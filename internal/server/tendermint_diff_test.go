@@ -83,7 +83,11 @@ var deliberateDifferences = []struct {
 		}},
 	{"short-wait", "waits under 1 s are raised to 1 s", "honoured (0 or less: `--wait-default`, 1 s unless set)",
 		"a client that wants a quick answer gets one", func(tm, ev exchange) error {
-			if tm.took < 900*time.Millisecond || ev.took > 700*time.Millisecond {
+			// Lower bounds only, which no load can break (a wait starts after its request is
+			// sent, and its timer does not fire early): the Tendermint node waits the second
+			// it raises the wait to, the evtctl node the 100ms asked for. That the evtctl
+			// node's wait is that and no longer is TestLongPollTimesOut's, on a fake clock.
+			if tm.took < 900*time.Millisecond || ev.took < 100*time.Millisecond {
 				return fmt.Errorf("took %v and %v", tm.took, ev.took)
 			}
 			return both(isResult, isResult)(tm, ev)

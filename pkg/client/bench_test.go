@@ -102,7 +102,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 		cancel()
 		<-done
 	}()
-	waitFor(b, 10*time.Second, func() bool { return srv.Waiters() >= 1 }, func() string { return "the stream is not waiting" })
+	waitFor(b, func() bool { return srv.Waiters() >= 1 }, func() string { return "the stream is not waiting" })
 
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	acked := make(map[string]time.Time, b.N)
@@ -126,7 +126,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 		}
 		acked[res.Cursor] = time.Now()
 	}
-	waitFor(b, 30*time.Second, func() bool {
+	waitFor(b, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(received) >= b.N

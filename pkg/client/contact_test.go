@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/testwait"
 )
 
 const emptyResult = `{"jsonrpc":"2.0","id":1,"result":{"items":[],"more":false,"oldest":"","newest":""}}`
@@ -71,9 +73,11 @@ func TestFirstContactFailsAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			retries := 0
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // fail, not hang, if it retries
+			ctx, cancel := testwait.Context(t, context.Background())
 			defer cancel()
-			err = c.Stream(ctx, StreamOptions{Backoff: fastBackoff, OnRetry: func(error, int, time.Duration) { retries++ }}, func(Batch) error { return nil })
+			// A retry is the failure: it ends the call at once, to be reported below.
+			onRetry := func(error, int, time.Duration) { retries++; cancel() }
+			err = c.Stream(ctx, StreamOptions{Backoff: fastBackoff, OnRetry: onRetry}, func(Batch) error { return nil })
 			var ce *ContactError
 			if !errors.As(err, &ce) || ce.Kind != tc.kind || Retryable(err) {
 				t.Fatalf("Stream returned %v (%T), want a final ContactError of kind %d", err, err, tc.kind)
@@ -88,7 +92,7 @@ func TestFirstContactFailsAtOnce(t *testing.T) {
 				t.Error("Answered after a failure")
 			}
 			// Range and a single call say the same.
-			err = c.Range(ctx, RangeOptions{Backoff: fastBackoff, OnRetry: func(error, int, time.Duration) { retries++ }}, func([]Item) error { return nil })
+			err = c.Range(ctx, RangeOptions{Backoff: fastBackoff, OnRetry: onRetry}, func([]Item) error { return nil })
 			if !errors.As(err, &ce) || ce.Kind != tc.kind || retries != 0 {
 				t.Errorf("Range returned %v after %d retries", err, retries)
 			}

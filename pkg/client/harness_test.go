@@ -23,6 +23,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/internal/tmfake"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -33,14 +34,16 @@ import (
 type fault int
 
 const (
-	fault500  fault = iota + 1 // 500 Internal Server Error
-	fault503                   // 503 with Retry-After: 1
-	fault429                   // 429 Too Many Requests
-	faultDrop                  // the connection is closed without an answer
+	fault500     fault = iota + 1 // 500 Internal Server Error
+	fault503                      // 503 with Retry-After: 1
+	fault429                      // 429 Too Many Requests
+	faultDrop                     // the connection is closed without an answer
+	fault503Hour                  // 503 with Retry-After: 3600, longer than any test waits
 )
 
 func (f fault) String() string {
-	return map[fault]string{0: "none", fault500: "500", fault503: "503+Retry-After", fault429: "429", faultDrop: "drop"}[f]
+	return map[fault]string{0: "none", fault500: "500", fault503: "503+Retry-After", fault429: "429", faultDrop: "drop",
+		fault503Hour: "503+Retry-After: 3600"}[f]
 }
 
 // callParams is what a client sent as params of the events method.
@@ -213,6 +216,10 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case fault503:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, `{"error":"injected: come back later"}`, http.StatusServiceUnavailable)
+		return
+	case fault503Hour:
+		w.Header().Set("Retry-After", "3600")
+		http.Error(w, `{"error":"injected: come back in an hour"}`, http.StatusServiceUnavailable)
 		return
 	case fault429:
 		http.Error(w, `{"error":"injected: slow down"}`, http.StatusTooManyRequests)
@@ -599,7 +606,7 @@ func (s *streamRun) Gaps() []Gap {
 // waitItems waits until at least n items were delivered.
 func (s *streamRun) waitItems(t testing.TB, n int) {
 	t.Helper()
-	waitFor(t, 15*time.Second, func() bool { return s.numItems() >= n || s.finished() },
+	waitFor(t, func() bool { return s.numItems() >= n || s.finished() },
 		func() string { return fmt.Sprintf("%d items delivered, want %d", s.numItems(), n) })
 	if s.finished() && s.numItems() < n {
 		t.Fatalf("stream ended with %v after %d items, want %d", s.err, s.numItems(), n)
@@ -621,19 +628,19 @@ func (s *streamRun) stop(t testing.TB) error {
 	s.cancel()
 	select {
 	case <-s.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stream did not return within 5s of its context being cancelled")
+	case <-testwait.Expired(t):
+		t.Fatal("Stream did not return after its context was cancelled")
 	}
 	return s.err
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, cond func() bool, what func() string) {
+// waitFor polls cond until it holds, failing the test at its deadline with what().
+func waitFor(t testing.TB, cond func() bool, what func() string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	d, bounded := testwait.Deadline(t)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", timeout, what())
+		if bounded && time.Now().After(d) {
+			t.Fatalf("not by the end of the test's time: %s", what())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

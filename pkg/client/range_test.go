@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -227,7 +228,7 @@ func (f *rangeFixture) runLimited(t *testing.T, opts RangeOptions, needed int) (
 	base := rec.NumCalls()
 	rec.HoldFrom(base + needed + 1)
 	defer rec.HoldFrom(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := testwait.Context(t, context.Background()) // a range that waits for a held call fails here
 	defer cancel()
 	err := f.c.Range(ctx, opts, func(items []Item) error {
 		sizes = append(sizes, len(items))
@@ -317,9 +318,14 @@ func TestRangeFilter(t *testing.T) {
 		got, _, _ = f.run(t, RangeOptions{Query: "tm.event = 'Tx'", From: Position{Cursor: f.all[100]}, To: Position{Cursor: f.all[120]}})
 		sameCursors(t, "Tx bounded", got, f.tx[51:61])
 
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // fail, not hang, if it retries
+		ctx, cancel := testwait.Context(t, context.Background())
 		defer cancel()
-		err := f.c.Range(ctx, RangeOptions{Query: "tm.event = Tx", Backoff: fastBackoff}, func([]Item) error { return nil })
+		retried := false
+		onRetry := func(error, int, time.Duration) { retried = true; cancel() } // a retry ends it, failed
+		err := f.c.Range(ctx, RangeOptions{Query: "tm.event = Tx", Backoff: fastBackoff, OnRetry: onRetry}, func([]Item) error { return nil })
+		if retried {
+			t.Errorf("bad query: retried (%v)", err)
+		}
 		var re *RPCError
 		var qe *QueryError
 		switch {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/testwait"
 )
 
 // deepCopy keeps an item beyond the callback, as a caller of ReuseMemory must.
@@ -57,7 +59,7 @@ func TestReuseMemoryDeliversIntactItems(t *testing.T) {
 
 		var streamed []Item
 		stop := errors.New("stop")
-		ctx2, cancel := context.WithTimeout(ctx, 20*time.Second)
+		ctx2, cancel := testwait.Context(t, ctx)
 		defer cancel()
 		err := c.Stream(ctx2, StreamOptions{FromStart: true, PageSize: 100, Wait: 50 * time.Millisecond, ReuseMemory: true}, func(b Batch) error {
 			for _, it := range b.Items {

@@ -49,17 +49,20 @@ func join(kind exprKind, x, y *expr) *expr {
 // conditions test, each looked up once, when a condition first needs it. (The document is
 // kept apart, so that escape analysis sees that a jsonEnv can stay on the stack.)
 type jsonEnv struct {
-	values []gjson.Result // by condition.slot
-	found  []uint64       // which of values are looked up, a bit each
+	values  []gjson.Result // by condition.slot
+	found   []uint64       // which of values are looked up, a bit each
+	lookups int            // tags looked up in the document
 }
 
 // lookup returns the value of c's tag in doc.
 func (v *jsonEnv) lookup(doc string, c *condition) gjson.Result {
 	if c.slot < 0 {
+		v.lookups++
 		return gjson.Get(doc, c.path)
 	}
 	word, bit := c.slot/64, uint64(1)<<(c.slot%64)
 	if v.found[word]&bit == 0 {
+		v.lookups++
 		v.values[c.slot] = gjson.Get(doc, c.path)
 		v.found[word] |= bit
 	}

@@ -115,8 +115,16 @@ func (q *Query) MatchesAll() bool { return q == nil || q.root == nil }
 // true and false as those words. Input that is not a JSON object has no attributes.
 // MatchJSON neither validates nor retains event.
 func (q *Query) MatchJSON(event []byte) bool {
+	ok, _ := q.matchJSONCounted(event)
+	return ok
+}
+
+// matchJSONCounted is MatchJSON, and also counts the lookups of a tag in the event it makes,
+// each of which may read the whole event: one for each tag it needs, however many conditions
+// test it.
+func (q *Query) matchJSONCounted(event []byte) (ok bool, lookups int) {
 	if q.MatchesAll() {
-		return true
+		return true, 0
 	}
 	// The string shares event's memory; no result derived from it outlives this call.
 	doc := unsafe.String(unsafe.SliceData(event), len(event))
@@ -133,7 +141,8 @@ func (q *Query) MatchJSON(event []byte) bool {
 	default:
 		v.values, v.found = make([]gjson.Result, q.slots), make([]uint64, (q.slots+63)/64)
 	}
-	return q.root.matchJSON(doc, &v)
+	ok = q.root.matchJSON(doc, &v)
+	return ok, v.lookups
 }
 
 // isObject reports whether doc, after leading JSON whitespace, starts a JSON object.

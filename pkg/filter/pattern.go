@@ -136,45 +136,56 @@ func (r *run) find(s string) int {
 
 // match reports whether s matches p.
 func (p *pattern) match(s string) bool {
+	ok, _ := p.matchCounted(s)
+	return ok
+}
+
+// matchCounted is match, and also counts the words of s it reads. Each word is read at most
+// twice (the head's once more to skip them, the tail's once more to find them), so reads is at
+// most twice the words of s, whatever the pattern: the tests hold matching to that.
+func (p *pattern) matchCounted(s string) (ok bool, reads int) {
 	n := strings.Count(s, ".") + 1 // words in s
 	if !p.hash {
-		return n == len(p.head) && startsWith(p.head, s, 0)
+		ok = n == len(p.head) && startsWith(p.head, s, 0, &reads)
+		return ok, reads
 	}
 	if n < p.min {
-		return false
+		return false, reads
 	}
-	if !startsWith(p.head, s, 0) {
-		return false
+	if !startsWith(p.head, s, 0, &reads) {
+		return false, reads
 	}
-	if len(p.tail) > 0 && !startsWith(p.tail, s, lastWords(s, len(p.tail))) {
-		return false
+	if len(p.tail) > 0 && !startsWith(p.tail, s, lastWords(s, len(p.tail), &reads), &reads) {
+		return false, reads
 	}
 	if len(p.mids) == 0 {
-		return true
+		return true, reads
 	}
 	// The words between the head and the tail.
 	pos := 0
 	for range p.head {
 		_, pos = wordAt(s, pos)
+		reads++
 	}
 	left := n - len(p.head) - len(p.tail)
 	var state [4]uint64
 	for i := range p.mids {
 		r := &p.mids[i]
-		var ok bool
-		if pos, left, ok = r.search(s, pos, left, state[:]); !ok {
-			return false
+		var found bool
+		if pos, left, found = r.search(s, pos, left, state[:], &reads); !found {
+			return false, reads
 		}
 	}
-	return true
+	return true, reads
 }
 
-// startsWith reports whether the words of s from offset pos on start with ws, one for one.
-// The caller knows that s has enough words.
-func startsWith(ws []patWord, s string, pos int) bool {
+// startsWith reports whether the words of s from offset pos on start with ws, one for one,
+// adding the words it reads to reads. The caller knows that s has enough words.
+func startsWith(ws []patWord, s string, pos int, reads *int) bool {
 	for _, w := range ws {
 		var text string
 		text, pos = wordAt(s, pos)
+		*reads++
 		if !w.matches(text) {
 			return false
 		}
@@ -182,8 +193,10 @@ func startsWith(ws []patWord, s string, pos int) bool {
 	return true
 }
 
-// lastWords returns the offset of the first of the last k words of s; s has at least k.
-func lastWords(s string, k int) int {
+// lastWords returns the offset of the first of the last k words of s, adding the k words it
+// reads to reads; s has at least k.
+func lastWords(s string, k int, reads *int) int {
+	*reads += k
 	end := len(s)
 	for range k {
 		i := strings.LastIndexByte(s[:end], '.')
@@ -197,8 +210,9 @@ func lastWords(s string, k int) int {
 
 // search looks for the run in the next left words of s, which start at offset pos. It returns
 // where the words after the run's earliest occurrence start and how many of the left words
-// follow it. buf is scratch space for the automaton's state, used when it is large enough.
-func (r *run) search(s string, pos, left int, buf []uint64) (int, int, bool) {
+// follow it. buf is scratch space for the automaton's state, used when it is large enough. The
+// words it reads are added to reads: each once.
+func (r *run) search(s string, pos, left int, buf []uint64, reads *int) (int, int, bool) {
 	size := len(r.stars)
 	var state []uint64
 	if size <= len(buf) {
@@ -211,6 +225,7 @@ func (r *run) search(s string, pos, left int, buf []uint64) (int, int, bool) {
 	for ; left > 0; left-- {
 		var text string
 		text, pos = wordAt(s, pos)
+		*reads++
 		k := r.find(text)
 		// Shift the state by one word, start a new attempt at this word, and keep the
 		// attempts the word continues.

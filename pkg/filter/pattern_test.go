@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 )
 
 var patternCases = []struct {
@@ -157,42 +156,63 @@ func TestPatternLongRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := matchTable(pat, text)
-		if got := p.match(strings.Join(text, ".")); got != want {
+		got, reads := p.matchCounted(strings.Join(text, "."))
+		if got != want {
 			t.Fatalf("%q MATCHES %q: got %v, want %v", strings.Join(text, "."), strings.Join(pat, "."), got, want)
+		}
+		if reads > 2*len(text) {
+			t.Fatalf("%q MATCHES %q read %d words of %d", strings.Join(text, "."), strings.Join(pat, "."), reads, len(text))
 		}
 	}
 }
 
-// A pattern's cost grows with the text, not with the text times the pattern: patterns that
-// make a matcher that retries a '#' at every word compare each of their words against each
-// of the text's are answered in CPU time proportional to the text.
-func TestPatternTakesLinearTime(t *testing.T) {
-	text := strings.TrimSuffix(strings.Repeat("a.", 30000), ".") // 30,000 words, 60 KB
-	patterns := []string{
-		"#." + strings.Repeat("a.", 1000) + "b",              // the '#' retried at each word
-		"#." + strings.Repeat("*.", 1000) + "b",              // the same with '*'
-		strings.Repeat("#.a.", 500) + "b",                    // every '#' retried
-		"#." + strings.Repeat("a.", 1000) + "b.#",            // a run in the middle
-		"a.#." + strings.Repeat("a.*.", 300) + "#.a.a.b.#.a", // runs longer than 64 words
+// A pattern's cost grows with the text, not with the text times the pattern: the matcher
+// reads each word of the text at most twice, whatever the pattern, where one that retries a
+// '#' at every word reads the text's words again for each word of the pattern. (Each read
+// steps the automaton of one run by one word, a machine word of state per 64 words of the
+// run: bounded by the pattern, which compiles once.) The counts do not depend on how fast or
+// busy the machine is.
+func TestPatternCostIsLinear(t *testing.T) {
+	patterns := []struct {
+		src        string
+		matchWithB bool // whether it matches the text with ".b" added
+	}{
+		{"#." + strings.Repeat("a.", 1000) + "b", true},               // the '#' retried at each word
+		{"#." + strings.Repeat("*.", 1000) + "b", true},               // the same with '*'
+		{strings.Repeat("#.a.", 500) + "b", true},                     // every '#' retried
+		{"#." + strings.Repeat("a.", 1000) + "b.#", true},             // a run in the middle
+		{"a.#." + strings.Repeat("a.*.", 300) + "#.a.a.b.#.a", false}, // runs longer than 64 words
 	}
-	const rounds = 10
-	start := cpuTime(t)
-	for _, src := range patterns {
-		p, err := compilePattern(src, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range rounds {
-			if p.match(text) {
-				t.Fatalf("%.40s… matches a text without a b", src)
+	reads := map[int][]int{} // by the text's words: the reads of each pattern
+	for _, words := range []int{4096, 15000, 30000} {
+		text := strings.TrimSuffix(strings.Repeat("a.", words), ".")
+		for _, pc := range patterns {
+			p, err := compilePattern(pc.src, 0)
+			if err != nil {
+				t.Fatal(err)
 			}
+			for _, c := range []struct {
+				text  string
+				words int
+				want  bool
+			}{{text, words, false}, {text + ".b", words + 1, pc.matchWithB}} {
+				ok, n := p.matchCounted(c.text)
+				if ok != c.want {
+					t.Fatalf("%.40s… MATCHES %d words: got %v, want %v", pc.src, c.words, ok, c.want)
+				}
+				if n > 2*c.words {
+					t.Errorf("%.40s… read %d words of a %d-word text, want at most twice each", pc.src, n, c.words)
+				}
+			}
+			_, n := p.matchCounted(text)
+			reads[words] = append(reads[words], n)
 		}
 	}
-	// Linear matching takes about a millisecond a round; a retrying matcher takes a
-	// tenth of a second or more. The bound leaves room for the race detector and a
-	// busy machine.
-	if used := cpuTime(t) - start; used > 2*time.Second {
-		t.Errorf("%d rounds of %d patterns against a 30,000-word text took %v of CPU", rounds, len(patterns), used)
+	// Twice the text, at most twice the reads.
+	for i, pc := range patterns {
+		if at, twice := reads[15000][i], reads[30000][i]; twice > 2*at {
+			t.Errorf("%.40s…: %d reads of 15,000 words, %d of 30,000", pc.src, at, twice)
+		}
 	}
 }
 
