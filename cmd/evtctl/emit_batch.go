@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -27,7 +28,8 @@ const (
 	defaultBatchBytes  = 1 << 20
 	defaultBatchEvents = 4096
 	// batchLinger is how long an event read waits for more to join its batch when no more
-	// input is ready (a slow producer on stdin): then what was read is sent.
+	// input is ready (a slow producer on stdin): then what was read is sent. A regular
+	// file is always ready: its batches are always full.
 	batchLinger = 50 * time.Millisecond
 	// readBlock is how much of --file is read at once.
 	readBlock = 256 << 10
@@ -173,9 +175,23 @@ func (e *emitter) runBatched(ctx context.Context) error {
 	// request is in flight and the next batch is being made.
 	out := make(chan *outBatch)
 	g, gctx := errgroup.WithContext(ctx)
+	// The events a sender delivered are reported by a goroutine of their own, so that the
+	// sender goes on with the next batch at once. The reporter takes every delivered batch,
+	// also after a failure elsewhere, so that the count of delivered events is right.
+	r := &reporter{e: e, in: make(chan delivered, opts.Concurrency), done: make(chan struct{}), pool: pool}
+	var senders sync.WaitGroup
 	for range opts.Concurrency {
-		g.Go(func() error { return e.sendBatches(gctx, out, lim, pool) })
+		senders.Add(1)
+		g.Go(func() error {
+			defer senders.Done()
+			return e.sendBatches(gctx, out, lim, r)
+		})
 	}
+	g.Go(r.run)
+	go func() {
+		senders.Wait()
+		close(r.in)
+	}()
 	b := &batcher{e: e, sz: sz, out: out, pool: pool, cur: pool.get()}
 	readerDone := make(chan error, 1)
 	go func() {
@@ -195,6 +211,7 @@ func (e *emitter) runBatched(ctx context.Context) error {
 			defer f.Close()
 			r = f
 		}
+		b.lingers = !regularFile(r)
 		readerDone <- b.lines(gctx, r)
 	}()
 	sendErr := g.Wait()
@@ -208,10 +225,21 @@ type batcher struct {
 	out  chan<- *outBatch
 	pool batchPool
 	cur  *outBatch
-	// linger runs from the moment the first event joins cur; when it fires and no input is
-	// ready, cur is sent as it is.
+	// With lingers, linger runs from the moment the first event joins cur; when it fires
+	// and no input is ready, cur is sent as it is.
+	lingers  bool
 	linger   *time.Timer
 	lingered bool
+}
+
+// regularFile reports whether r is a regular file, whose reads never wait for a writer.
+func regularFile(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // add adds an event to the current batch, first handing that over when the event does not
@@ -248,6 +276,9 @@ func (b *batcher) handOver(ctx context.Context) error {
 
 func (b *batcher) startLinger() {
 	b.lingered = false
+	if !b.lingers {
+		return
+	}
 	if b.linger == nil {
 		b.linger = time.NewTimer(batchLinger)
 	} else {
@@ -352,7 +383,7 @@ func (b *batcher) lines(ctx context.Context, r io.Reader) error {
 			}
 			var send chan<- *outBatch
 			var timer <-chan time.Time
-			if b.cur.n() > 0 {
+			if b.cur.n() > 0 && b.lingers {
 				if b.lingered {
 					send = b.out
 				} else {
@@ -465,8 +496,47 @@ func trimJSONSpace(b []byte) []byte {
 	return b[i:j]
 }
 
-// sendBatches delivers the batches from in and reports their events.
-func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, pool batchPool) error {
+// delivered is a batch whose first n events the receiver accepted, with their results.
+type delivered struct {
+	b   *outBatch
+	n   int
+	res []deliver.Result
+}
+
+// reporter writes the lines of delivered events, in the order the batches are handed to it.
+type reporter struct {
+	e    *emitter
+	in   chan delivered
+	done chan struct{} // closed when run returns
+	pool batchPool
+	err  error // why run stopped early
+}
+
+func (r *reporter) run() error {
+	defer close(r.done)
+	for d := range r.in {
+		if r.err = r.e.reportBatch(d.b, 0, d.res); r.err != nil {
+			return r.err
+		}
+		if d.n == d.b.n() {
+			r.pool.put(d.b)
+		}
+	}
+	return nil
+}
+
+// report hands over a delivered batch; it fails when the reporter has stopped.
+func (r *reporter) report(d delivered) error {
+	select {
+	case r.in <- d:
+		return nil
+	case <-r.done:
+		return r.err
+	}
+}
+
+// sendBatches delivers the batches from in and hands them to r.
+func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, r *reporter) error {
 	for b := range in {
 		if lim != nil {
 			if err := lim.WaitN(ctx, b.n()); err != nil {
@@ -475,12 +545,11 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 		}
 		res, err := e.s.SendBatch(ctx, b.request(0, b.n()), b.n())
 		if err != nil {
-			return e.batchFailed(ctx, b, err)
+			return e.batchFailed(ctx, b, err, r)
 		}
-		if err := e.reportBatch(b, 0, res); err != nil {
+		if err := r.report(delivered{b: b, n: b.n(), res: res}); err != nil {
 			return err
 		}
-		pool.put(b)
 	}
 	return nil
 }
@@ -488,7 +557,7 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 // batchFailed handles a batch that was not delivered. When an evtctl node refused it for
 // one event (it stores nothing of a batch it refuses), the events before that one are sent
 // again without it; the failure then names that event alone.
-func (e *emitter) batchFailed(ctx context.Context, b *outBatch, err error) error {
+func (e *emitter) batchFailed(ctx context.Context, b *outBatch, err error, r *reporter) error {
 	var se *deliver.StatusError
 	if !errors.As(err, &se) || !refusal(se.Status) || se.Index < 0 || se.Index >= b.n() {
 		return &sendFailure{err: err, batch: b.part(0, b.n())}
@@ -499,7 +568,7 @@ func (e *emitter) batchFailed(ctx context.Context, b *outBatch, err error) error
 		if perr != nil {
 			return &sendFailure{err: perr, batch: b.part(0, i)}
 		}
-		if rerr := e.reportBatch(b, 0, res); rerr != nil {
+		if rerr := r.report(delivered{b: b, n: i, res: res}); rerr != nil {
 			return rerr
 		}
 	}
