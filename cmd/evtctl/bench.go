@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -92,6 +93,7 @@ the environment of the run.
   ingest    producers posting events as fast as the node acknowledges them
   latency   a steady rate of appends while a client tails: acknowledgement to delivery
   replay    catch-up of stored events through the client, also with a 1% filter
+  emit      evtctl emit --file of a million events, beside raw posts of the same batches
   pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
   jetstream a node on NATS JetStream beside the NATS Go client on the same server
 
@@ -101,12 +103,13 @@ Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
 		Example: `  evtctl bench ingest --embedded
   evtctl bench latency --embedded --rate 1000 --duration 10s
   evtctl bench replay --embedded --events 1000000
+  evtctl bench emit --embedded --runs 3
   evtctl bench pollers --embedded --pollers 10000
   evtctl bench replay --node http://tendermint:26657 -o json`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)),
-		newCmdBenchJetStream(newOpts(streams)))
+		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)))
 	return cmd
 }
 
@@ -298,6 +301,86 @@ filtered pass runs only with --query or --type. A Tendermint node cannot be load
 
 const defaultReplayEvents = 1_000_000
 
+type benchEmitOptions struct {
+	*benchOptions
+	Events    int
+	EventSize int
+	Runs      int
+}
+
+func newCmdBenchEmit(bo *benchOptions) *cobra.Command {
+	opts := &benchEmitOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "emit",
+		Short: "evtctl emit --file of a million events, beside raw posts of the same batches",
+		Long: `Write --events events of --event-size bytes to a JSON-lines file and send it as
+evtctl emit --file does with its defaults (in this process, its output going nowhere), then
+post the same batches (as many events, of the same size, with other ids) as they are with a
+plain HTTP client, one request in flight and the next made meanwhile: what the node and the
+transport allow any client. Reports events/s, the CPU per event of this process and (from its
+/metrics, when it runs in a process of its own) of the node, and emit's time as a multiple of
+the raw posts'. --runs repeats both; medians are reported.
+
+With --embedded the node runs as a process of its own (this executable: serve), durable in a
+temporary directory unless --memory, acknowledging after fsync unless --sync none.`,
+		Example: `  evtctl bench emit --embedded --runs 3
+  evtctl bench emit --node http://127.0.0.1:7480 --events 100000 -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if opts.Events < 1 || opts.Runs < 1 {
+				return usagef("--events and --runs must be at least 1")
+			}
+			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Emit(ctx, bench.EmitConfig{Common: c, Events: opts.Events, EventSize: opts.EventSize, Runs: opts.Runs,
+					BatchBytes: defaultBatchBytes, BatchEvents: defaultBatchEvents, Emit: emitFile(c.Target)})
+			}, withNodeProcess())
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	f.IntVar(&opts.Events, "events", 1_000_000, "events in the file")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
+	f.IntVar(&opts.Runs, "runs", 1, "runs of each kind; the median is reported")
+	return cmd
+}
+
+// emitFile returns what bench emit measures: evtctl emit --file PATH to the target with the
+// defaults, its output (JSON lines, as when piped) going nowhere.
+func emitFile(t bench.Target) func(ctx context.Context, path string) (int, int, error) {
+	return func(ctx context.Context, path string) (int, int, error) {
+		streams := &iostreams.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+		var events, requests int
+		cmd := newCmdEmitWith(streams, func(ctx context.Context, opts *emitOptions) error {
+			e, err := runEmit(ctx, opts)
+			if e != nil {
+				events, requests = e.delivered(), e.requests
+			}
+			return err
+		})
+		args := []string{"--node", t.URL, "--file", path, "-o", "json"}
+		if tok := firstNonEmpty(t.IngestToken, t.Token); tok != "" {
+			args = append(args, "--token", tok)
+		}
+		if t.CAFile != "" {
+			args = append(args, "--ca-file", t.CAFile)
+		}
+		if t.Insecure {
+			args = append(args, "--insecure")
+		}
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.ExecuteContext(ctx)
+		return events, requests, err
+	}
+}
+
 type benchPollersOptions struct {
 	*benchOptions
 	query   queryOptions
@@ -380,12 +463,16 @@ func checkSizes(eventSize, count int, duration, warmup time.Duration) error {
 type benchRun func(ctx context.Context, c bench.Common) (*bench.Report, error)
 
 type benchNode struct {
-	child  int // > 0: --embedded runs a node process for this many pollers
+	child  int  // > 0: --embedded runs a node process in memory for this many pollers
+	serve  bool // --embedded runs a node process with the log --memory, --embedded-dir and --sync say
 	target bench.Target
 	close  func() error
 }
 
 func withChildNode(pollers int) func(*benchNode) { return func(n *benchNode) { n.child = pollers } }
+
+// withNodeProcess runs the node of --embedded in a process of its own.
+func withNodeProcess() func(*benchNode) { return func(n *benchNode) { n.serve = true } }
 
 // runBench finds or starts the node, runs the bench and writes its report.
 func runBench(ctx context.Context, opts *benchOptions, run benchRun, mods ...func(*benchNode)) error {
@@ -478,6 +565,9 @@ func (o *benchOptions) startNode(bn *benchNode) error {
 		bn.close = n.Close
 		return nil
 	}
+	if bn.serve {
+		return o.startNodeProcess(bn)
+	}
 	eo := embeddedOptions{PageMax: 1000, MaxWaiters: 20_000}
 	durability := "memory"
 	var cleanup func() error
@@ -505,6 +595,50 @@ func (o *benchOptions) startNode(bn *benchNode) error {
 		return err
 	}
 	bn.target = bench.Target{URL: n.URL, MetricsURL: o.MetricsURL, Embedded: "in-process", Durability: durability, Store: n.Store}
+	bn.close = func() error {
+		err := n.Close()
+		if cleanup != nil {
+			err = errors.Join(err, cleanup())
+		}
+		return err
+	}
+	return nil
+}
+
+// startNodeProcess starts the node of --embedded as "evtctl serve" in a process of its own:
+// durable in a new temporary directory (or --embedded-dir), or --memory.
+func (o *benchOptions) startNodeProcess(bn *benchNode) error {
+	exe, env, err := o.nodeProcess()
+	if err != nil {
+		return fmt.Errorf("finding this executable to run a node process: %w", err)
+	}
+	var args []string
+	durability := "memory"
+	var cleanup func() error
+	if o.Memory {
+		args = append(args, "--memory")
+	} else {
+		dir := o.EmbeddedDir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "evtctl-bench-"); err != nil {
+				return err
+			}
+			cleanup = func() error { return os.RemoveAll(dir) }
+		}
+		args = append(args, "--data-dir", dir, "--sync", o.Sync)
+		durability = "durable, fsync before acknowledging"
+		if o.Sync == "none" {
+			durability = "durable, acknowledged after write (no fsync)"
+		}
+	}
+	n, err := bench.StartChildServe(exe, childEnv(env), args...)
+	if err != nil {
+		if cleanup != nil {
+			cleanup()
+		}
+		return err
+	}
+	bn.target = bench.Target{URL: n.URL, MetricsURL: o.MetricsURL, Embedded: "child process", Durability: durability}
 	bn.close = func() error {
 		err := n.Close()
 		if cleanup != nil {

@@ -134,6 +134,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "pollers", "--pollers", "0"}, "--pollers, --rounds and --connect must be at least 1"},
 		{[]string{"bench", "pollers", "--embedded", "--memory"}, "do not apply"},
 		{[]string{"bench", "ingest", "extra"}, "takes no arguments"},
+		{[]string{"bench", "emit", "--runs", "0"}, "--events and --runs must be at least 1"},
+		{[]string{"bench", "emit", "--event-size", "70000"}, "--event-size must be at most 65536"},
+		{[]string{"bench", "emit", "--memory"}, "--memory configures the node of --embedded"},
 	} {
 		code, _, stderr := runBenchCLI(t, context.Background(), false, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,6 @@ import (
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/eventgen"
 	"github.com/evtctl/evtctl/internal/iostreams"
-	"github.com/evtctl/evtctl/internal/lint"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -64,6 +64,14 @@ type emitOptions struct {
 }
 
 func newCmdEmit(streams *iostreams.IOStreams) *cobra.Command {
+	return newCmdEmitWith(streams, func(ctx context.Context, opts *emitOptions) error {
+		_, err := runEmit(ctx, opts)
+		return err
+	})
+}
+
+// newCmdEmitWith is emit with run in place of runEmit, once the flags are parsed and checked.
+func newCmdEmitWith(streams *iostreams.IOStreams, run func(context.Context, *emitOptions) error) *cobra.Command {
 	opts := &emitOptions{streams: streams, now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "emit",
@@ -77,13 +85,20 @@ application/json, and the extensions minorversion 0 and pii false.
 Templates in --type, --source, --id, --subject, --data and --ext values see {{.Seq}} (1, 2, …)
 and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
 
-Events go in structured mode by default, which keeps the types of extensions (minorversion
-an integer, pii a boolean); binary mode carries every attribute as a string header,
-percent-encoded as the HTTP binding requires. Receivers built on the CloudEvents Go SDK v2
-and the conformance tool's listener do not decode header values (they would read
-hello%20world): send them structured mode, or binary mode with --header-encoding raw, which
-sends values as they are and refuses a value that cannot go in a header unencoded (non-ASCII,
-a control character, a space at either end).
+The lines of --file go to a node in batches (batch mode): as many events as fit in 1 MiB, at
+most 4,096 (--batch-size N: N), one request in flight while the next batch is made, in the
+file's order. When the input pauses (a slow producer on stdin or another pipe), what was
+read goes within 50 ms. A line must hold one JSON object; the node checks the rest, and when it refuses an
+event, the events before it are sent and the error names its line. A batch whose answer was
+lost is sent again, and the node answers its events as repeats: nothing is stored twice.
+
+Other events, and --file to another receiver (--to) or with --spool, go one per request in
+structured mode, which keeps the types of extensions (minorversion an integer, pii a boolean);
+binary mode carries every attribute as a string header, percent-encoded as the HTTP binding
+requires. Receivers built on the CloudEvents Go SDK v2 and the conformance tool's listener do
+not decode header values (they would read hello%20world): send them structured mode, or binary
+mode with --header-encoding raw, which sends values as they are and refuses a value that
+cannot go in a header unencoded (non-ASCII, a control character, a space at either end).
 
 Delivery follows the CloudEvents webhook rules: transport errors, timeouts and 500, 502, 503,
 504 and 429 are retried with backoff (--max-attempts), after the receiver's Retry-After when it
@@ -107,7 +122,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 			if err := opts.validate(cmd); err != nil {
 				return err
 			}
-			return runEmit(cmd.Context(), opts)
+			return run(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -121,10 +136,10 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
-	enumVar(f, &opts.Mode, "mode", "structured", "HTTP content mode: {values}", choice{name: "structured"},
-		choice{name: "binary", help: "extensions as strings"}, choice{name: "batch", help: "--batch-size events per request"})
+	enumVar(f, &opts.Mode, "mode", "", "HTTP content mode: {values}; by default batch for --file to a node, else structured", choice{name: "structured"},
+		choice{name: "binary", help: "extensions as strings"}, choice{name: "batch", help: "many events per request"})
 	opts.HeaderEncoding.addFlag(f)
-	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per request in batch mode")
+	f.IntVar(&opts.BatchSize, "batch-size", 0, "events per request in batch mode (default: as many as fit in 1 MiB, at most 4096)")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
 	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
 	f.Float64Var(&opts.Rate, "rate", 0, "events per second, spread evenly (0: as fast as the receiver takes them)")
@@ -151,8 +166,17 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	if err := o.JQ.compile(cmd.Context()); err != nil {
 		return err
 	}
-	if o.BatchSize < 1 {
+	if cmd.Flags().Changed("batch-size") && o.BatchSize < 1 {
 		return usagef("--batch-size must be at least 1")
+	}
+	if o.Mode == "" {
+		// A file goes to a node in batches, in order; one event per request to any other
+		// receiver (which may not take batches), and from a spool (whose receiver refuses
+		// events one by one).
+		o.Mode = "structured"
+		if o.File != "" && o.To == "" && o.Spool == "" && o.Signal == "" {
+			o.Mode = "batch"
+		}
 	}
 	if o.Concurrency < 1 {
 		return usagef("--concurrency must be at least 1")
@@ -304,22 +328,6 @@ func targetURL(s string) (string, error) {
 type source func() (ev []byte, n int, err error)
 
 func (o *emitOptions) source() (source, error) {
-	lim := cevent.Limits{}
-	check := func(n int, b []byte) ([]byte, error) {
-		if _, err := cevent.DecodeStructured(b, lim); err != nil {
-			return nil, usagef("event %d is not a valid CloudEvent: %v", n, err)
-		}
-		if o.Strict {
-			fs := lint.Check(b, lint.Options{})
-			for _, f := range fs {
-				fmt.Fprintf(o.streams.ErrOut, "event %d: %s\n", n, f)
-			}
-			if lint.HasErrors(fs) {
-				return nil, &strictError{n: n}
-			}
-		}
-		return b, nil
-	}
 	if o.File != "" {
 		var r io.Reader = o.streams.In
 		if o.File != "-" {
@@ -330,27 +338,37 @@ func (o *emitOptions) source() (source, error) {
 			r = f // closed at exit
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
 		line := 0
 		return func() ([]byte, int, error) {
 			for sc.Scan() {
 				line++
-				b := []byte(strings.TrimSpace(sc.Text()))
-				if len(b) == 0 {
-					continue
-				}
-				full, err := eventgen.FillDefaults(b, o.now())
+				ev, _, err := o.fileEvent(sc.Bytes(), line)
 				if err != nil {
-					return nil, line, usagef("--file line %d: %v", line, err)
+					return nil, line, err
 				}
-				full, err = check(line, full)
-				return full, line, err
+				if ev != nil {
+					return bytes.Clone(ev), line, nil
+				}
 			}
 			if err := sc.Err(); err != nil {
 				return nil, line, fmt.Errorf("--file: %w", err)
 			}
 			return nil, line, io.EOF
 		}, nil
+	}
+	// Events made from the flags are checked as the node would check them: a value that
+	// makes an invalid event is a usage error.
+	check := func(n int, b []byte) ([]byte, error) {
+		if _, err := cevent.DecodeStructured(b, cevent.Limits{}); err != nil {
+			return nil, usagef("event %d is not a valid CloudEvent: %v", n, err)
+		}
+		if o.Strict {
+			if err := o.lintEvent(b, n); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
 	}
 	data, err := o.readData()
 	if err != nil {
@@ -478,20 +496,25 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	}
 }
 
-func runEmit(ctx context.Context, opts *emitOptions) error {
+// runEmit sends the events; it returns the emitter that did, which holds the counts, unless
+// it sent signals.
+func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 	if opts.Signal != "" {
-		return runSignals(ctx, opts)
+		return nil, runSignals(ctx, opts)
 	}
 	s, err := opts.sender()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e := newEmitter(opts, s)
 	defer e.out.Flush()
-	if opts.Spool != "" || opts.Flush != "" {
-		return e.runSpooled(ctx)
+	switch {
+	case opts.Spool != "" || opts.Flush != "":
+		return e, e.runSpooled(ctx)
+	case opts.Mode == "batch":
+		return e, e.runBatched(ctx)
 	}
-	return e.runDirect(ctx)
+	return e, e.runDirect(ctx)
 }
 
 // emitter delivers the events of one run and reports each accepted one.
@@ -502,9 +525,11 @@ type emitter struct {
 	start   time.Time
 	prog    *progress
 
-	mu         sync.Mutex // guards out, prog and the counts
+	mu         sync.Mutex // guards out, line, prog and the counts
 	out        *bufio.Writer
+	line       []byte // reportBatch's buffer
 	sent, dups int
+	requests   int // batches delivered
 }
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
@@ -560,10 +585,13 @@ func (e *emitter) finish() {
 	e.opts.summary(e.prog, e.sent, e.dups, e.start)
 }
 
-// group returns how many events go in one request.
+// group returns how many events go in one request from a spool, and without batches.
 func (o *emitOptions) group() int {
 	if o.Mode == "batch" {
-		return o.BatchSize
+		if o.BatchSize > 0 {
+			return o.BatchSize
+		}
+		return spoolChunk
 	}
 	return 1
 }
@@ -665,7 +693,13 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		}()
 	}()
 	sendErr := g.Wait()
-	readErr := <-readerDone
+	return e.conclude(ctx, sendErr, <-readerDone)
+}
+
+// conclude ends a run without a spool: it words a failed delivery, which left the rest
+// unsent, or a bad event, before which the events were sent.
+func (e *emitter) conclude(ctx context.Context, sendErr, readErr error) error {
+	opts := e.opts
 	switch {
 	case sendErr != nil && closedPipe(sendErr):
 		return nil

@@ -69,7 +69,7 @@ func TestSignalRedirectDoesNotLoseTheSignal(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	opts := signalOpts(c.srv.URL + "/old")
-	err := runEmit(context.Background(), opts)
+	_, err := runEmit(context.Background(), opts)
 	var arrived bool
 	for _, r := range c.requests() {
 		if r.path == "/new" && r.form.Get("_domain") == "shop" && r.form.Get("_name") == "purchased" && r.form.Get("total") == "12.50" {
@@ -100,7 +100,7 @@ func TestSignalRetryRules(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		})
 		opts := signalOpts(c.srv.URL + "/s")
-		err := runEmit(context.Background(), opts)
+		_, err := runEmit(context.Background(), opts)
 		if n := len(c.requests()); n != tc.requests || (err == nil) != tc.ok {
 			t.Errorf("first reply %d: %d requests, err %v; want %d requests, success %v", tc.first, n, err, tc.requests, tc.ok)
 		}
@@ -122,14 +122,14 @@ func TestSignalHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	opts := signalOpts(c.srv.URL+"/here", "X-Api-Key: k", "Authorization: Bearer t")
-	if err := runEmit(context.Background(), opts); err != nil {
+	if _, err := runEmit(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	if r := c.requests(); len(r) != 1 || r[0].header.Get("X-Api-Key") != "k" || r[0].header.Get("Authorization") != "Bearer t" {
 		t.Errorf("the consumer got %+v", r)
 	}
 	opts = signalOpts(c.srv.URL+"/away", "X-Api-Key: k", "Authorization: Bearer t")
-	if err := runEmit(context.Background(), opts); err != nil {
+	if _, err := runEmit(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	r := other.requests()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/internal/retry"
@@ -164,6 +166,9 @@ type StatusError struct {
 	Reason string
 	// RetryAfter is the reply's Retry-After, or 0.
 	RetryAfter time.Duration
+	// Index is the position in a batch of the event the receiver refused, when it says
+	// (an evtctl node's "index"); -1 when it does not.
+	Index int
 }
 
 // Error returns the status and the reason.
@@ -326,7 +331,7 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 			a.Latency, a.Verdict = time.Since(start), Delivered
 			return a
 		}
-		reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
+		reply, err := readReply(resp, maxReplyBytes)
 		a.Latency = time.Since(start)
 		if err != nil {
 			// The receiver had accepted the request, but what it said about it is lost; a
@@ -347,7 +352,7 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 	}
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBytes))
 	a.Latency = time.Since(start)
-	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text)}
+	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text), Index: replyIndex(text)}
 	if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = d
 		a.RetryAfter, a.HasRetryAfter = d, true
@@ -362,6 +367,17 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 	a.Err = se
 	a.Verdict = c.policy.verdictOf(resp.StatusCode)
 	return a
+}
+
+// readReply reads a reply's body, at most max bytes of it: in one piece when its length is
+// known (a batch's cursors run to hundreds of kilobytes).
+func readReply(resp *http.Response, max int64) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= max {
+		b := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, max))
 }
 
 func (c *Client) transportVerdict() Verdict {
@@ -425,6 +441,16 @@ func transportReason(err error) string {
 		err = ue.Err
 	}
 	return err.Error()
+}
+
+// replyIndex returns the "index" member of a JSON error reply, a whole number at least 0,
+// or -1.
+func replyIndex(b []byte) int {
+	r := gjson.GetBytes(b, "index")
+	if r.Type != gjson.Number || r.Num < 0 || r.Num != float64(int(r.Num)) || r.Num > 1<<31 {
+		return -1
+	}
+	return int(r.Num)
 }
 
 // Reason returns the message of a receiver's error reply, in one line: the "error" (or

@@ -142,12 +142,7 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 			body = append(body, ev...)
 		}
 		body = append(body, ']')
-		h := http.Header{"Content-Type": {ContentTypeBatch}}
-		a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
-		if err != nil {
-			return nil, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), len(events), err)
-		}
-		return batchResults(a.Status, a.Reply, len(events)), nil
+		return s.SendBatch(ctx, body, len(events))
 	}
 	results := make([]Result, 0, len(events))
 	for i, ev := range events {
@@ -165,6 +160,18 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 		results = append(results, singleResult(a.Status, a.Reply))
 	}
 	return results, nil
+}
+
+// SendBatch delivers a batch that is already encoded: body is a JSON array of n events in
+// JSON format, sent as one request whatever the Sender's mode. It returns n Results, or
+// none and an error, as Send does in Batch mode.
+func (s *Sender) SendBatch(ctx context.Context, body []byte, n int) ([]Result, error) {
+	h := http.Header{"Content-Type": {ContentTypeBatch}}
+	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
+	if err != nil {
+		return nil, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)
+	}
+	return batchResults(a.Status, a.Reply, n), nil
 }
 
 // nodeReply is an evtctl node's answer to POST /events.
@@ -193,14 +200,96 @@ func singleResult(status int, reply []byte) Result {
 	return Result{Cursor: r.Cursor, Duplicate: r.Duplicate, Status: status}
 }
 
+// batchResults reads the Results of a batch of n events from the reply: the cursors an
+// evtctl node gives, or only the status from another receiver.
 func batchResults(status int, reply []byte, n int) []Result {
 	out := make([]Result, n)
-	r, ok := parseReply(reply)
 	for i := range out {
 		out[i].Status = status
-		if ok && len(r.Results) == n {
+	}
+	if readBatchReply(reply, out) {
+		return out
+	}
+	r, ok := parseReply(reply)
+	if ok && len(r.Results) == n {
+		for i := range out {
 			out[i].Cursor, out[i].Duplicate = r.Results[i].Cursor, r.Results[i].Duplicate
 		}
 	}
 	return out
+}
+
+// readBatchReply reads an evtctl node's reply to a batch as the node writes it,
+// {"count":N,"results":[{"cursor":"…","duplicate":false},…]}, into out, which must have a
+// place for each result: the cursors share one string. It reports false, having changed
+// nothing, for a reply in any other form (which parseReply reads) or with another number
+// of results.
+func readBatchReply(reply []byte, out []Result) bool {
+	b := bytes.TrimRight(reply, " \t\r\n")
+	i, ok := skipPrefix(b, 0, `{"count":`)
+	if !ok {
+		return false
+	}
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return false
+	}
+	if i, ok = skipPrefix(b, i, `,"results":[`); !ok {
+		return false
+	}
+	type span struct {
+		start, end int
+		dup        bool
+	}
+	spans := make([]span, 0, len(out))
+	for i < len(b) && b[i] != ']' {
+		if len(spans) > 0 {
+			if b[i] != ',' {
+				return false
+			}
+			i++
+		}
+		if i, ok = skipPrefix(b, i, `{"cursor":"`); !ok {
+			return false
+		}
+		c := i
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 && b[i] < 0x80 {
+			i++
+		}
+		sp := span{start: c, end: i}
+		if i, ok = skipPrefix(b, i, `","duplicate":`); !ok {
+			return false
+		}
+		switch {
+		case bytes.HasPrefix(b[i:], []byte("true}")):
+			sp.dup, i = true, i+len("true}")
+		case bytes.HasPrefix(b[i:], []byte("false}")):
+			i += len("false}")
+		default:
+			return false
+		}
+		if len(spans) == len(out) {
+			return false
+		}
+		spans = append(spans, sp)
+	}
+	if len(spans) != len(out) || string(b[i:]) != "]}" {
+		return false
+	}
+	all := string(b)
+	for k, sp := range spans {
+		out[k].Cursor, out[k].Duplicate = all[sp.start:sp.end], sp.dup
+	}
+	return true
+}
+
+// skipPrefix returns the offset after p when b holds p at i.
+func skipPrefix(b []byte, i int, p string) (int, bool) {
+	if len(b)-i < len(p) || string(b[i:i+len(p)]) != p {
+		return i, false
+	}
+	return i + len(p), true
 }

@@ -551,3 +551,55 @@ func TestPageReasonIsBrief(t *testing.T) {
 		t.Errorf("message of %d bytes: %q", len(msg), msg)
 	}
 }
+
+// A batch already encoded goes as it is; an evtctl node's reply gives each event its cursor,
+// read without encoding/json when it is in the node's own form.
+func TestSendBatch(t *testing.T) {
+	nodeReply := `{"count":2,"results":[{"cursor":"18ea-0000000000000001","duplicate":false},{"cursor":"18ea-0000000000000002","duplicate":true}]}` + "\n"
+	srv, ts := serve(t, reply{status: 200, body: nodeReply})
+	s, _ := newSender(t, Options{URL: ts.URL, Mode: Structured})
+	body := []byte("[" + string(event("e1")) + "," + string(event("e2")) + "]")
+	res, err := s.SendBatch(context.Background(), body, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{{Cursor: "18ea-0000000000000001", Status: 200}, {Cursor: "18ea-0000000000000002", Duplicate: true, Status: 200}}
+	if fmt.Sprint(res) != fmt.Sprint(want) {
+		t.Errorf("results %+v, want %+v", res, want)
+	}
+	if r := srv.requests()[0]; !bytes.Equal(r.Body, body) || r.Header.Get("Content-Type") != ContentTypeBatch {
+		t.Errorf("request %q %v", r.Body, r.Header)
+	}
+	out := make([]Result, 2)
+	if !readBatchReply([]byte(nodeReply), out) {
+		t.Error("the node's own reply was not read by readBatchReply")
+	}
+	// The same reply in another form, or with another number of results.
+	for _, other := range []string{`{"results":[{"duplicate":false,"cursor":"a"},{"cursor":"b","duplicate":true}],"count":2}`, nodeReply[:len(nodeReply)-3] + "}"} {
+		if readBatchReply([]byte(other), make([]Result, 2)) {
+			t.Errorf("readBatchReply read %s", other)
+		}
+	}
+	if res := batchResults(200, []byte(`{"results":[{"duplicate":false,"cursor":"a"},{"cursor":"b","duplicate":true}],"count":2}`), 2); res[1].Cursor != "b" || !res[1].Duplicate {
+		t.Errorf("another form: %+v", res)
+	}
+}
+
+// A node's refusal of a batch says which event it refused.
+func TestStatusErrorIndex(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"error":"batch index 3: unsupported specversion","index":3}`: 3,
+		`{"error":"bad"}`:             -1,
+		`{"error":"bad","index":-1}`:  -1,
+		`{"error":"bad","index":1.5}`: -1,
+		`<html>index 3</html>`:        -1,
+	} {
+		_, ts := serve(t, reply{status: 400, body: body})
+		s, _ := newSender(t, Options{URL: ts.URL, Mode: Batch})
+		_, err := s.Send(context.Background(), [][]byte{event("e1")})
+		var se *StatusError
+		if !errors.As(err, &se) || se.Index != want {
+			t.Errorf("%s: %v, index %d; want %d", body, err, se.Index, want)
+		}
+	}
+}

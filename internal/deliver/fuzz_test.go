@@ -96,3 +96,37 @@ func FuzzBinaryRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBatchReply holds the reading of an evtctl node's batch reply as the node writes it
+// to encoding/json's reading of any reply: whatever the fast reading accepts, the slow one
+// reads alike.
+func FuzzBatchReply(f *testing.F) {
+	f.Add([]byte(`{"count":2,"results":[{"cursor":"18ea-01","duplicate":false},{"cursor":"18ea-02","duplicate":true}]}`+"\n"), 2)
+	f.Add([]byte(`{"count":0,"results":[]}`), 0)
+	f.Add([]byte(`{"count":1,"results":[{"cursor":"a\"b","duplicate":false}]}`), 1)
+	f.Add([]byte(`{"results":[{"duplicate":false,"cursor":"x"}],"count":1}`), 1)
+	f.Add([]byte(`{"count":1,"results":[{"cursor":"x","duplicate":false}]} x`), 1)
+	f.Fuzz(func(t *testing.T, reply []byte, n int) {
+		if n < 0 || n > 1000 {
+			return
+		}
+		out := make([]Result, n)
+		if !readBatchReply(reply, out) {
+			for i, r := range out {
+				if r != (Result{}) {
+					t.Fatalf("a refused reply changed result %d: %+v", i, r)
+				}
+			}
+			return
+		}
+		r, ok := parseReply(reply)
+		if !ok || len(r.Results) != n {
+			t.Fatalf("readBatchReply read %q as %d results; parseReply: %v, %d", reply, n, ok, len(r.Results))
+		}
+		for i := range out {
+			if out[i].Cursor != r.Results[i].Cursor || out[i].Duplicate != r.Results[i].Duplicate {
+				t.Fatalf("result %d of %q: %+v, parseReply %+v", i, reply, out[i], r.Results[i])
+			}
+		}
+	})
+}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/internal/cevent"
 )
@@ -211,28 +210,42 @@ func writeAttr(b *bytes.Buffer, name, value string) {
 }
 
 // FillDefaults completes a CloudEvent read from a JSON line: specversion "1.0", an id (UUID1)
-// and a time (now) when they are missing. Other members are kept as they are.
+// and a time (now) when they are missing (absent or null). Other members are kept as they
+// are.
 func FillDefaults(line []byte, now time.Time) ([]byte, error) {
-	if !gjson.ValidBytes(line) || !gjson.ParseBytes(line).IsObject() {
-		return nil, fmt.Errorf("not a JSON object: %.60q", line)
+	ev, _, err := Complete(line, now)
+	return ev, err
+}
+
+// Complete is FillDefaults that also returns what Inspect finds in the completed event. A
+// complete line is returned as it is, not copied.
+func Complete(line []byte, now time.Time) ([]byte, Line, error) {
+	l, err := Inspect(line)
+	if err != nil {
+		return nil, Line{}, err
 	}
-	got := gjson.GetManyBytes(line, "specversion", "id", "time")
-	missing := func(k string) bool {
-		r := got[map[string]int{"specversion": 0, "id": 1, "time": 2}[k]]
-		return !r.Exists() || r.Type == gjson.Null
+	if l.Missing == 0 {
+		return line, l, nil
 	}
-	if !missing("specversion") && !missing("id") && !missing("time") {
-		return line, nil
+	ev := fill(line, l.Missing, now)
+	l, err = Inspect(ev)
+	return ev, l, err
+}
+
+// fill adds the members missing says are missing to the object line.
+func fill(line []byte, missing int, now time.Time) []byte {
+	if missing == 0 {
+		return line
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	if missing("specversion") {
+	if missing&MissingSpecversion != 0 {
 		b.WriteString(`"specversion":"1.0",`)
 	}
-	if missing("id") {
+	if missing&MissingID != 0 {
 		writeMember(&b, "id", newID())
 	}
-	if missing("time") {
+	if missing&MissingTime != 0 {
 		writeMember(&b, "time", now.UTC().Format(time.RFC3339Nano))
 	}
 	rest := bytes.TrimSpace(line)[1:] // after the object's opening brace
@@ -240,7 +253,7 @@ func FillDefaults(line []byte, now time.Time) ([]byte, error) {
 		b.Truncate(b.Len() - 1) // no members followed: drop the trailing comma
 	}
 	b.Write(rest)
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 func writeMember(b *bytes.Buffer, name, value string) {

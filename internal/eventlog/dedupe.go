@@ -68,4 +68,15 @@ func (d *dedupe) add(k key, c cursor.Cursor, ts int64) {
 	d.n.Store(int64(len(d.cur) + len(d.prev)))
 }
 
+// remove takes out the key of the record seq, which was not stored after all.
+func (d *dedupe) remove(k key, seq uint64) {
+	if v, ok := d.cur[k]; ok && v.seq == seq {
+		delete(d.cur, k)
+	}
+	if v, ok := d.prev[k]; ok && v.seq == seq {
+		delete(d.prev, k)
+	}
+	d.n.Store(int64(len(d.cur) + len(d.prev)))
+}
+
 func (d *dedupe) len() int { return int(d.n.Load()) }

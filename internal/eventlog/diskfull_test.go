@@ -78,6 +78,16 @@ func TestDiskFullResumesByItself(t *testing.T) {
 	if len(c) != 40 || l.Unwritable() != nil {
 		t.Fatalf("after space was freed: %d appended, unwritable %v", len(c), l.Unwritable())
 	}
+	// The events refused while the disk was full are taken now, not answered as repeats.
+	res, err := l.Append(ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Duplicate {
+			t.Fatalf("event %d refused on a full disk is answered as a repeat once there is room", i)
+		}
+	}
 	if !c[0].After(p.Items[len(p.Items)-1].Cursor) || c[0].Seq != uint64(acked)+1 {
 		t.Fatalf("first cursor after the full disk %v, last before %v", c[0], p.Items[len(p.Items)-1].Cursor)
 	}
@@ -85,7 +95,7 @@ func TestDiskFullResumesByItself(t *testing.T) {
 	// And the log reopens whole.
 	l2 := openT(t, Options{Dir: dir, SegmentBytes: 256 << 10})
 	p, err = l2.Read(ctx, Query{Max: 100000, Ascending: true})
-	if err != nil || len(p.Items) != acked+40 || len(l2.Stats().Damage) != 0 {
-		t.Fatalf("after reopening: %d items (%v), damage %v; want %d, none", len(p.Items), err, l2.Stats().Damage, acked+40)
+	if err != nil || len(p.Items) != acked+40+len(big) || len(l2.Stats().Damage) != 0 {
+		t.Fatalf("after reopening: %d items (%v), damage %v; want %d, none", len(p.Items), err, l2.Stats().Damage, acked+40+len(big))
 	}
 }

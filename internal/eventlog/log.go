@@ -277,22 +277,14 @@ func (l *Log) commitGroup(group []*appendReq) {
 	startSeq, startTS, startCount := l.wnext, l.wlastTS, l.wcount
 	nrec := 0
 	lastFrameStart := -1
-	type added struct {
-		k  key
-		c  cursor.Cursor
-		ts int64
-	}
-	var adds []added // to the dedupe window once the group is durable
-	pending := map[key]cursor.Cursor{}
+	// Each key goes into the dedupe window at once, so that a repeat later in the group is
+	// answered from it; the keys are taken out again if the group is not stored.
+	var added []addedKey
 	for _, r := range group {
 		r.res = make([]AppendResult, len(r.entries))
 		for i, e := range r.entries {
 			k := makeKey(e.Source, e.ID)
 			if c, ok := l.dedupe.lookup(k, now); ok {
-				r.res[i] = AppendResult{Cursor: c, Duplicate: true}
-				continue
-			}
-			if c, ok := pending[k]; ok && l.opts.DedupeWindow >= 0 {
 				r.res[i] = AppendResult{Cursor: c, Duplicate: true}
 				continue
 			}
@@ -304,8 +296,8 @@ func (l *Log) commitGroup(group []*appendReq) {
 			lastFrameStart = len(buf)
 			buf = appendFrame(buf, ts, seq, k, 0, e.Type, e.JSON)
 			c := cursor.New(ts, seq, cursor.NodeWidth)
-			pending[k] = c
-			adds = append(adds, added{k, c, ts})
+			l.dedupe.add(k, c, ts)
+			added = append(added, addedKey{k, seq})
 			r.res[i] = AppendResult{Cursor: c}
 			l.wnext++
 			l.wcount++
@@ -327,6 +319,9 @@ func (l *Log) commitGroup(group []*appendReq) {
 		}
 		if err != nil {
 			// Undo: the group is not stored; the file goes back to where it was.
+			for _, a := range added {
+				l.dedupe.remove(a.k, a.seq)
+			}
 			l.wnext, l.wlastTS, l.wcount = startSeq, startTS, startCount
 			if terr := act.f.Truncate(off); terr != nil {
 				err = fmt.Errorf("%w; undoing the write: %v", err, terr)
@@ -337,9 +332,6 @@ func (l *Log) commitGroup(group []*appendReq) {
 		l.wsize += int64(len(buf))
 		l.appended.Add(uint64(nrec))
 		l.appendedBytes.Add(uint64(len(buf)))
-	}
-	for _, a := range adds {
-		l.dedupe.add(a.k, a.c, a.ts)
 	}
 	if cap(buf) <= 2*maxGroupBytes {
 		l.wbuf = buf
@@ -380,6 +372,12 @@ func (l *Log) commitGroup(group []*appendReq) {
 // state: the group is refused as unavailable, the log stays open, and the next append tries
 // again — appends resume by themselves once space is free. Any other error fails the log
 // until it is reopened: what the disk holds after it is not known.
+// addedKey is a key commitGroup added to the dedupe window, for the record of seq.
+type addedKey struct {
+	k   key
+	seq uint64
+}
+
 func (l *Log) writeFailed(group []*appendReq, err error) {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		err = fmt.Errorf("%w: the disk is full: %v", ErrUnavailable, err)

@@ -1,0 +1,668 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/eventgen"
+	"github.com/evtctl/evtctl/internal/jsonspace"
+	"github.com/evtctl/evtctl/internal/lint"
+)
+
+// Batches, unless --batch-size says how many events go in one: as many events as fit in
+// defaultBatchBytes, at most defaultBatchEvents.
+const (
+	defaultBatchBytes  = 1 << 20
+	defaultBatchEvents = 4096
+	// batchLinger is how long an event read waits for more to join its batch when no more
+	// input is ready (a slow producer on stdin): then what was read is sent. A regular
+	// file is always ready: its batches are always full.
+	batchLinger = 50 * time.Millisecond
+	// readBlock is how much of --file is read at once.
+	readBlock = 256 << 10
+	// maxLine is the longest line of --file.
+	maxLine = 1 << 20
+)
+
+// batchSizing says when a batch is full.
+type batchSizing struct {
+	events int // at most this many events
+	bytes  int // when above 0: at most this many bytes of body, unless one event is larger
+}
+
+// sizing returns how batches are made: --batch-size events each, or as many as fit in
+// 1 MiB (at most 4,096). With --rate, a batch holds at most about 50 ms of events, so that
+// they still go evenly.
+func (o *emitOptions) sizing() batchSizing {
+	if o.BatchSize > 0 {
+		return batchSizing{events: o.BatchSize}
+	}
+	s := batchSizing{events: defaultBatchEvents, bytes: defaultBatchBytes}
+	if o.Rate > 0 {
+		s.events = min(s.events, max(1, int(math.Ceil(o.Rate/20))))
+	}
+	return s
+}
+
+// idSpan is where an id is in a batch body.
+type idSpan struct{ start, end int }
+
+// outBatch is the events of one request, encoded as its body.
+type outBatch struct {
+	body []byte   // '[' and the events, separated by ','; the ']' is added when it is sent
+	ends []int    // where each event ends in body
+	ids  []idSpan // the text of each event's id in body, quotes included; empty when it has none
+	nums []int    // each event's line of --file, or its number
+}
+
+func (b *outBatch) reset() {
+	b.body = append(b.body[:0], '[')
+	b.ends, b.ids, b.nums = b.ends[:0], b.ids[:0], b.nums[:0]
+}
+
+func (b *outBatch) n() int { return len(b.ends) }
+
+// fits reports whether an event of size bytes fits in the batch.
+func (b *outBatch) fits(s batchSizing, size int) bool {
+	if b.n() == 0 {
+		return true
+	}
+	return b.n() < s.events && (s.bytes <= 0 || len(b.body)+1+size+1 <= s.bytes)
+}
+
+// full reports whether no further event fits.
+func (b *outBatch) full(s batchSizing) bool {
+	return b.n() >= s.events || s.bytes > 0 && len(b.body)+3 > s.bytes
+}
+
+// add appends an event, whose id Inspect found in l.
+func (b *outBatch) add(ev []byte, l eventgen.Line, num int) {
+	if b.n() > 0 {
+		b.body = append(b.body, ',')
+	}
+	start := len(b.body)
+	b.body = append(b.body, ev...)
+	id := idSpan{}
+	if l.ID != nil {
+		id = idSpan{start + l.IDAt, start + l.IDAt + len(l.ID)}
+	}
+	b.ends, b.ids, b.nums = append(b.ends, len(b.body)), append(b.ids, id), append(b.nums, num)
+}
+
+// event returns event i.
+func (b *outBatch) event(i int) []byte {
+	start := 1
+	if i > 0 {
+		start = b.ends[i-1] + 1
+	}
+	return b.body[start:b.ends[i]]
+}
+
+// request returns the body of a request with events lo to hi-1.
+func (b *outBatch) request(lo, hi int) []byte {
+	if lo == 0 && hi == b.n() {
+		b.body = append(b.body, ']')
+		return b.body
+	}
+	body := make([]byte, 0, b.ends[hi-1]-b.ends[lo]+2)
+	body = append(body, '[')
+	for i := lo; i < hi; i++ {
+		if i > lo {
+			body = append(body, ',')
+		}
+		body = append(body, b.event(i)...)
+	}
+	return append(body, ']')
+}
+
+// part returns events lo to hi-1 and their numbers, for messages.
+func (b *outBatch) part(lo, hi int) batch {
+	var p batch
+	for i := lo; i < hi; i++ {
+		p.events, p.nums = append(p.events, b.event(i)), append(p.nums, b.nums[i])
+	}
+	return p
+}
+
+// batchPool recycles batches, whose buffers are large.
+type batchPool chan *outBatch
+
+func (p batchPool) get() *outBatch {
+	select {
+	case b := <-p:
+		b.reset()
+		return b
+	default:
+		b := &outBatch{}
+		b.reset()
+		return b
+	}
+}
+
+func (p batchPool) put(b *outBatch) {
+	select {
+	case p <- b:
+	default:
+	}
+}
+
+// runBatched sends the events in batches: one request in flight (with --concurrency 1),
+// while the next batch is made. The events of --file go as they are read: when the input
+// stops for a moment (a slow producer on stdin), what was read is sent rather than held for
+// a full batch.
+func (e *emitter) runBatched(ctx context.Context) error {
+	opts := e.opts
+	sz := opts.sizing()
+	var lim *rate.Limiter
+	if opts.Rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(opts.Rate), sz.events)
+	}
+	pool := make(batchPool, opts.Concurrency+2)
+	// Unbuffered: a batch is handed over once a sender is free, so that with one sender one
+	// request is in flight and the next batch is being made.
+	out := make(chan *outBatch)
+	g, gctx := errgroup.WithContext(ctx)
+	// The events a sender delivered are reported by a goroutine of their own, so that the
+	// sender goes on with the next batch at once. The reporter takes every delivered batch,
+	// also after a failure elsewhere, so that the count of delivered events is right.
+	r := &reporter{e: e, in: make(chan delivered, opts.Concurrency), done: make(chan struct{}), pool: pool}
+	var senders sync.WaitGroup
+	for range opts.Concurrency {
+		senders.Add(1)
+		g.Go(func() error {
+			defer senders.Done()
+			return e.sendBatches(gctx, out, lim, r)
+		})
+	}
+	g.Go(r.run)
+	go func() {
+		senders.Wait()
+		close(r.in)
+	}()
+	b := &batcher{e: e, sz: sz, out: out, pool: pool, cur: pool.get()}
+	readerDone := make(chan error, 1)
+	go func() {
+		defer close(out)
+		if opts.File == "" {
+			e.prog.total = max(opts.Count, 1)
+			readerDone <- b.generated(gctx)
+			return
+		}
+		r := opts.streams.In
+		if opts.File != "-" {
+			f, err := os.Open(opts.File)
+			if err != nil {
+				readerDone <- usagef("--file: %v", err)
+				return
+			}
+			defer f.Close()
+			r = f
+		}
+		b.lingers = !regularFile(r)
+		readerDone <- b.lines(gctx, r)
+	}()
+	sendErr := g.Wait()
+	return e.conclude(ctx, sendErr, <-readerDone)
+}
+
+// batcher makes the batches of a run.
+type batcher struct {
+	e    *emitter
+	sz   batchSizing
+	out  chan<- *outBatch
+	pool batchPool
+	cur  *outBatch
+	// With lingers, linger runs from the moment the first event joins cur; when it fires
+	// and no input is ready, cur is sent as it is.
+	lingers  bool
+	linger   *time.Timer
+	lingered bool
+}
+
+// regularFile reports whether r is a regular file, whose reads never wait for a writer.
+func regularFile(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// add adds an event to the current batch, first handing that over when the event does not
+// fit, and after when it is full.
+func (b *batcher) add(ctx context.Context, ev []byte, l eventgen.Line, num int) error {
+	if !b.cur.fits(b.sz, len(ev)) {
+		if err := b.handOver(ctx); err != nil {
+			return err
+		}
+	}
+	b.cur.add(ev, l, num)
+	if b.cur.n() == 1 {
+		b.startLinger()
+	}
+	if b.cur.full(b.sz) {
+		return b.handOver(ctx)
+	}
+	return nil
+}
+
+// handOver waits for a sender to take the current batch.
+func (b *batcher) handOver(ctx context.Context) error {
+	if b.cur.n() == 0 {
+		return nil
+	}
+	select {
+	case b.out <- b.cur:
+		b.cur = b.pool.get()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (b *batcher) startLinger() {
+	b.lingered = false
+	if !b.lingers {
+		return
+	}
+	if b.linger == nil {
+		b.linger = time.NewTimer(batchLinger)
+	} else {
+		b.linger.Reset(batchLinger)
+	}
+}
+
+// generated batches the events made from the flags.
+func (b *batcher) generated(ctx context.Context) error {
+	next, err := b.e.opts.source()
+	if err != nil {
+		return err
+	}
+	for {
+		ev, n, err := next()
+		if err == io.EOF {
+			return b.handOver(ctx)
+		}
+		if err == nil {
+			var l eventgen.Line
+			if l, err = eventgen.Inspect(ev); err == nil {
+				err = b.add(ctx, ev, l, n)
+				continue
+			}
+		}
+		// The events before the one that failed are still sent.
+		if herr := b.handOver(ctx); herr != nil {
+			return herr
+		}
+		return err
+	}
+}
+
+// block is a piece of input read by readBlocks.
+type block struct {
+	b   []byte
+	err error // io.EOF at the end
+}
+
+// readBlocks reads r in blocks of buffers from free until it fails or ends, or ctx ends. A
+// read that blocks (stdin) holds up only this goroutine.
+func readBlocks(ctx context.Context, r io.Reader, blocks chan<- block, free chan []byte) {
+	for {
+		var buf []byte
+		select {
+		case buf = <-free:
+		case <-ctx.Done():
+			return
+		}
+		n, err := r.Read(buf[:cap(buf)])
+		if n == 0 && err == nil {
+			free <- buf
+			continue
+		}
+		select {
+		case blocks <- block{b: buf[:n], err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// lines batches the JSON lines of r.
+func (b *batcher) lines(ctx context.Context, r io.Reader) error {
+	blocks := make(chan block, 2)
+	free := make(chan []byte, 4)
+	for range cap(free) {
+		free <- make([]byte, readBlock)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go readBlocks(rctx, r, blocks, free)
+
+	var (
+		carry []byte // a line that runs on into the next block
+		num   int    // the number of the last line read
+	)
+	// line handles one line of input; with an error, the events before it are still sent.
+	line := func(text []byte) error {
+		num++
+		err := b.line(ctx, text, num)
+		if err != nil && ctx.Err() == nil {
+			if herr := b.handOver(ctx); herr != nil {
+				return herr
+			}
+		}
+		return err
+	}
+	for {
+		// Wait for input; meanwhile, send what waited batchLinger. Input that is ready
+		// comes first, so that a file fills its batches.
+		var blk block
+		for got := false; !got; {
+			select {
+			case blk = <-blocks:
+				got = true
+				continue
+			default:
+			}
+			var send chan<- *outBatch
+			var timer <-chan time.Time
+			if b.cur.n() > 0 && b.lingers {
+				if b.lingered {
+					send = b.out
+				} else {
+					timer = b.linger.C
+				}
+			}
+			select {
+			case blk = <-blocks:
+				got = true
+			case <-timer:
+				b.lingered = true
+			case send <- b.cur:
+				b.cur = b.pool.get()
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rest := blk.b
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				if len(carry)+len(rest) > maxLine {
+					return usagef("--file line %d is longer than %d bytes", num+1, maxLine)
+				}
+				carry = append(carry, rest...)
+				break
+			}
+			text := rest[:i]
+			if len(carry) > 0 {
+				if len(carry)+i > maxLine {
+					return usagef("--file line %d is longer than %d bytes", num+1, maxLine)
+				}
+				carry = append(carry, text...)
+				text = carry
+			}
+			rest = rest[i+1:]
+			if err := line(text); err != nil {
+				return err
+			}
+			carry = carry[:0]
+		}
+		free <- blk.b // its bytes were copied into the batch, or into carry
+		switch {
+		case blk.err == io.EOF:
+			if len(carry) > 0 {
+				if err := line(carry); err != nil {
+					return err
+				}
+			}
+			return b.handOver(ctx)
+		case blk.err != nil:
+			if herr := b.handOver(ctx); herr != nil {
+				return herr
+			}
+			return fmt.Errorf("--file: %w", blk.err)
+		}
+	}
+}
+
+// line adds the event on line num of --file, completed with the defaults, to the batch.
+func (b *batcher) line(ctx context.Context, text []byte, num int) error {
+	ev, l, err := b.e.opts.fileEvent(text, num)
+	if err != nil || ev == nil {
+		return err
+	}
+	return b.add(ctx, ev, l, num)
+}
+
+// fileEvent reads the event on line num of --file: nil for a blank line. A line must hold
+// one JSON object; missing specversion, id and time are filled in. The receiver checks the
+// rest, unless --strict has lint check each event first.
+func (o *emitOptions) fileEvent(text []byte, num int) ([]byte, eventgen.Line, error) {
+	text = trimJSONSpace(text)
+	if len(text) == 0 {
+		return nil, eventgen.Line{}, nil
+	}
+	ev, l, err := eventgen.Complete(text, o.now())
+	if err != nil {
+		return nil, l, usagef("--file line %d: %v", num, err)
+	}
+	if o.Strict {
+		if err := o.lintEvent(ev, num); err != nil {
+			return nil, l, err
+		}
+	}
+	return ev, l, nil
+}
+
+// lintEvent runs lint on event number n (--strict): it prints the findings, and fails when
+// any is an error.
+func (o *emitOptions) lintEvent(ev []byte, n int) error {
+	fs := lint.Check(ev, lint.Options{})
+	for _, f := range fs {
+		fmt.Fprintf(o.streams.ErrOut, "event %d: %s\n", n, f)
+	}
+	if lint.HasErrors(fs) {
+		return &strictError{n: n}
+	}
+	return nil
+}
+
+func trimJSONSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && jsonspace.Is(b[i]) {
+		i++
+	}
+	for j > i && jsonspace.Is(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+// delivered is a batch whose first n events the receiver accepted, with their results.
+type delivered struct {
+	b   *outBatch
+	n   int
+	res []deliver.Result
+}
+
+// reporter writes the lines of delivered events, in the order the batches are handed to it.
+type reporter struct {
+	e    *emitter
+	in   chan delivered
+	done chan struct{} // closed when run returns
+	pool batchPool
+	err  error // why run stopped early
+}
+
+func (r *reporter) run() error {
+	defer close(r.done)
+	for d := range r.in {
+		if r.err = r.e.reportBatch(d.b, 0, d.res); r.err != nil {
+			return r.err
+		}
+		if d.n == d.b.n() {
+			r.pool.put(d.b)
+		}
+	}
+	return nil
+}
+
+// report hands over a delivered batch; it fails when the reporter has stopped.
+func (r *reporter) report(d delivered) error {
+	select {
+	case r.in <- d:
+		return nil
+	case <-r.done:
+		return r.err
+	}
+}
+
+// sendBatches delivers the batches from in and hands them to r.
+func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, r *reporter) error {
+	for b := range in {
+		if lim != nil {
+			if err := lim.WaitN(ctx, b.n()); err != nil {
+				return err
+			}
+		}
+		res, err := e.s.SendBatch(ctx, b.request(0, b.n()), b.n())
+		if err != nil {
+			return e.batchFailed(ctx, b, err, r)
+		}
+		if err := r.report(delivered{b: b, n: b.n(), res: res}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// batchFailed handles a batch that was not delivered. When an evtctl node refused it for
+// one event (it stores nothing of a batch it refuses), the events before that one are sent
+// again without it; the failure then names that event alone.
+func (e *emitter) batchFailed(ctx context.Context, b *outBatch, err error, r *reporter) error {
+	var se *deliver.StatusError
+	if !errors.As(err, &se) || !refusal(se.Status) || se.Index < 0 || se.Index >= b.n() {
+		return &sendFailure{err: err, batch: b.part(0, b.n())}
+	}
+	i := se.Index
+	if i > 0 {
+		res, perr := e.s.SendBatch(ctx, b.request(0, i), i)
+		if perr != nil {
+			return &sendFailure{err: perr, batch: b.part(0, i)}
+		}
+		if rerr := r.report(delivered{b: b, n: i, res: res}); rerr != nil {
+			return rerr
+		}
+	}
+	return &sendFailure{err: err, batch: b.part(i, i+1)}
+}
+
+// reportBatch writes a line for each event of b from the first that the receiver
+// accepted, as report does.
+func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.prog.add(len(res))
+	e.requests++
+	buf := e.line[:0]
+	for k, r := range res {
+		i := first + k
+		e.sent++
+		if r.Duplicate {
+			e.dups++
+		}
+		id := b.body[b.ids[i].start:b.ids[i].end]
+		if e.jsonOut {
+			buf = appendResultJSON(buf, id, r)
+		} else {
+			buf = append(buf, "sent "...)
+			buf = append(buf, safeText(idString(id))...)
+			buf = append(buf, " ("...)
+			buf = strconv.AppendInt(buf, int64(r.Status), 10)
+			buf = append(buf, ')')
+			if r.Cursor != "" {
+				buf = append(buf, " at "...)
+				buf = append(buf, r.Cursor...)
+			}
+			if r.Duplicate {
+				buf = append(buf, ", a duplicate of an event already there"...)
+			}
+			buf = append(buf, '\n')
+		}
+		if len(buf) >= 32<<10 {
+			if _, err := e.out.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	e.line = buf[:0]
+	if _, err := e.out.Write(buf); err != nil {
+		return err
+	}
+	return e.out.Flush()
+}
+
+// idString returns the id whose JSON text is id ("" for none).
+func idString(id []byte) string {
+	return eventgen.Line{ID: id}.IDString()
+}
+
+// appendResultJSON appends the JSON line of an accepted event whose id has the JSON text
+// id: what json.Marshal makes of emitResult, without its cost when the id and the cursor
+// need no escaping.
+func appendResultJSON(buf, id []byte, r deliver.Result) []byte {
+	if len(id) < 2 || !plainJSON(id[1:len(id)-1]) || !plainJSON(r.Cursor) {
+		b, _ := json.Marshal(emitResult{ID: idString(id), Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
+		return append(append(buf, b...), '\n')
+	}
+	buf = append(buf, `{"id":`...)
+	buf = append(buf, id...)
+	if r.Cursor != "" {
+		buf = append(buf, `,"cursor":"`...)
+		buf = append(buf, r.Cursor...)
+		buf = append(buf, '"')
+	}
+	if r.Duplicate {
+		buf = append(buf, `,"duplicate":true`...)
+	}
+	buf = append(buf, `,"status":`...)
+	buf = strconv.AppendInt(buf, int64(r.Status), 10)
+	return append(buf, "}\n"...)
+}
+
+// plainJSON reports whether json.Marshal writes s in a string as it is: printable ASCII
+// but '"', '\\', '<', '>' and '&'.
+func plainJSON[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if !jsonPlain[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var jsonPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

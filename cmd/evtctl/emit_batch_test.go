@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/eventgen"
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+func init() {
+	scriptCmds["genevents"] = cmdGenEvents
+}
+
+// cmdGenEvents writes a file of N CloudEvents in JSON lines, of SIZE bytes each (default
+// 500), with the ids PREFIX-1 to PREFIX-N (default e), and beside it FILE.ids: the ids, one
+// a line, in order.
+//
+//	genevents FILE N [SIZE [PREFIX]]
+func cmdGenEvents(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 4 {
+		ts.Fatalf("usage: genevents FILE N [SIZE [PREFIX]]")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	size, prefix := 500, "e"
+	if len(args) > 2 {
+		size, err = strconv.Atoi(args[2])
+		ts.Check(err)
+	}
+	if len(args) > 3 {
+		prefix = args[3]
+	}
+	var events, ids strings.Builder
+	for i := 1; i <= n; i++ {
+		ev := testEvent(prefix+"-"+strconv.Itoa(i), size)
+		events.Write(ev)
+		events.WriteByte('\n')
+		fmt.Fprintf(&ids, "%s-%d\n", prefix, i)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(events.String()), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]+".ids"), []byte(ids.String()), 0o644))
+}
+
+// testEvent returns a CloudEvent in JSON with this id, padded to size bytes when it is
+// shorter.
+func testEvent(id string, size int) []byte {
+	head := `{"specversion":"1.0","id":"` + id + `","source":"/test/file","type":"org.example.file.line.v1","time":"2026-11-22T10:00:00Z","data":{"pad":"`
+	tail := `"}}`
+	return []byte(head + strings.Repeat("x", max(0, size-len(head)-len(tail))) + tail)
+}
+
+// batchNode is a node in this process for the emit tests, with its log at hand. wrap, when
+// set, stands between the listener and the node.
+func batchNode(t *testing.T, lopts eventlog.Options, wrap func(node http.Handler) http.Handler) (string, *eventlog.Log) {
+	t.Helper()
+	store, err := eventlog.Open(lopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Config{Store: store})
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	t.Cleanup(func() {
+		srv.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(ctx)
+		store.Close()
+	})
+	return "http://" + ln.Addr().String(), store
+}
+
+// storedIDs returns the ids of the events the log holds, oldest first.
+func storedIDs(t *testing.T, store *eventlog.Log) []string {
+	t.Helper()
+	var ids []string
+	var after cursor.Cursor
+	for {
+		p, err := store.Read(context.Background(), eventlog.Query{After: after, Max: 1000, Ascending: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			ids = append(ids, gjson.GetBytes(it.JSON, "id").String())
+			after = it.Cursor
+		}
+		if !p.More {
+			return ids
+		}
+	}
+}
+
+// waitFor waits until ok holds; it fails the test when that takes longer than a minute,
+// which only a test that is going to fail anyway does.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A batch whose reply is lost after the node stored it (the connection drops between the
+// append and the reply) is sent again; the node answers the repeat from its (source, id)
+// window, so that every event is stored once, in the file's order.
+func TestEmitRetriedBatchIsNotDuplicated(t *testing.T) {
+	var ingests atomic.Int32
+	url, store := batchNode(t, eventlog.Options{}, func(node http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || r.URL.Path != "/events" || ingests.Add(1) != 2 {
+				node.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			node.ServeHTTP(rec, r) // stored...
+			if rec.Code != http.StatusOK {
+				t.Errorf("the node answered the second batch %d: %s", rec.Code, rec.Body)
+			}
+			conn, _, err := http.NewResponseController(w).Hijack() // ...and the reply lost
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conn.Close()
+		})
+	})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "events.jsonl")
+	var lines strings.Builder
+	var want []string
+	for i := 1; i <= 300; i++ {
+		id := "r-" + strconv.Itoa(i)
+		want = append(want, id)
+		lines.Write(testEvent(id, 200))
+		lines.WriteByte('\n')
+	}
+	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	streams, _, out, errOut := testStreams()
+	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
+	if code != 0 {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut.String(), "retrying") {
+		t.Errorf("no retry reported: %s", errOut)
+	}
+	if n := ingests.Load(); n != 4 {
+		t.Errorf("%d ingest requests, want 4 (three batches, one sent twice)", n)
+	}
+	got := storedIDs(t, store)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the node holds %d events: %v\nwant the %d of the file, once each, in order", len(got), got, len(want))
+	}
+	// Each event has a line; those of the batch sent twice are the node's repeats.
+	sc := bufio.NewScanner(out)
+	n, dups := 0, 0
+	for sc.Scan() {
+		var r emitResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if n++; r.ID != want[n-1] {
+			t.Fatalf("line %d is for %s, want %s", n, r.ID, want[n-1])
+		}
+		if r.Duplicate {
+			dups++
+		}
+	}
+	if n != 300 || dups != 100 {
+		t.Errorf("%d lines, %d duplicates; want 300, 100", n, dups)
+	}
+}
+
+// Events a slow producer writes to stdin are delivered while it is still writing: a batch
+// does not wait to be full once the input pauses.
+func TestEmitSlowProducerIsNotHeldUp(t *testing.T) {
+	url, store := batchNode(t, eventlog.Options{}, nil)
+	pr, pw := io.Pipe()
+	streams, _, out, errOut := testStreams()
+	streams.In = pr
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", "-", "-o", "json"})
+	}()
+	write := func(from, to int) {
+		for i := from; i <= to; i++ {
+			if _, err := pw.Write(append(testEvent("s-"+strconv.Itoa(i), 100), '\n')); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stored := func(n int) func() bool { return func() bool { return store.Stats().Items == uint64(n) } }
+	write(1, 3)
+	waitFor(t, "the first 3 events to be stored while stdin stays open", stored(3))
+	write(4, 4)
+	waitFor(t, "the 4th event", stored(4))
+	// A line that arrives in two pieces is one event (io.Pipe hands each write over whole
+	// before the next).
+	ev := append(testEvent("s-5", 100), '\n')
+	for _, piece := range [][]byte{ev[:40], ev[40:]} {
+		if _, err := pw.Write(piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(6, 6)
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	if got := strings.Join(storedIDs(t, store), " "); got != "s-1 s-2 s-3 s-4 s-5 s-6" {
+		t.Errorf("the node holds %s", got)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 6 {
+		t.Errorf("%d lines on stdout, want 6: %s", n, out)
+	}
+}
+
+// The line of an accepted event is what json.Marshal makes of it, also where the id or the
+// cursor needs escaping.
+func TestAppendResultJSON(t *testing.T) {
+	for _, id := range []string{"a-1", "", `q"uote`, `back\slash`, "<html>&", "é", "\u2028", "tab\t", "\x7f"} {
+		for _, r := range []deliver.Result{{Status: 200, Cursor: "18ea6461241d1dcb-0000000000000001"}, {Status: 202}, {Status: 200, Cursor: "c<1>", Duplicate: true}} {
+			text, _ := json.Marshal(id)
+			l, err := eventgen.Inspect([]byte(`{"id":` + string(text) + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := appendResultJSON(nil, l.ID, r)
+			want, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
+			if string(got) != string(want)+"\n" {
+				t.Errorf("id %q, %+v: %s, want %s", id, r, got, want)
+			}
+		}
+	}
+}
+
+// Batches hold as many events as fit in the bytes allowed, at most the events allowed; an
+// event larger than the bytes allowed goes alone.
+func TestBatchSizing(t *testing.T) {
+	sz := batchSizing{events: 4, bytes: 1000}
+	var b outBatch
+	b.reset()
+	ev := func(size int) ([]byte, eventgen.Line) {
+		e := testEvent("x", size)
+		l, err := eventgen.Inspect(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, l
+	}
+	var sizes []int
+	for _, size := range []int{300, 300, 300, 300, 1500, 200, 200, 200, 200, 200} {
+		e, l := ev(size)
+		if !b.fits(sz, len(e)) {
+			sizes = append(sizes, b.n())
+			if len(b.request(0, b.n())) > sz.bytes && b.n() > 1 {
+				t.Errorf("a batch of %d events is %d bytes", b.n(), len(b.body))
+			}
+			b.reset()
+		}
+		b.add(e, l, 0)
+		if b.full(sz) {
+			sizes = append(sizes, b.n())
+			b.reset()
+		}
+	}
+	sizes = append(sizes, b.n())
+	if fmt.Sprint(sizes) != "[3 1 1 4 1]" {
+		t.Errorf("batches of %v events, want [3 1 1 4 1]", sizes)
+	}
+	e, l := ev(200)
+	b.reset()
+	b.add(e, l, 7)
+	b.add(e, l, 8)
+	if got := b.request(1, 2); string(got) != "["+string(e)+"]" || string(b.body[b.ids[1].start:b.ids[1].end]) != `"x"` {
+		t.Errorf("request(1, 2) = %s", got)
+	}
+}
