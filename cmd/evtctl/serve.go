@@ -459,9 +459,10 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	errc := make(chan error, 1)
 	go func() {
 		if opts.TLSCert != "" {
+			// TLS connections stay with net/http: their long-polls wait in goroutines.
 			errc <- hs.ServeTLS(ln, opts.TLSCert, opts.TLSKey)
 		} else {
-			errc <- hs.Serve(ln)
+			errc <- hs.Serve(srv.Attach(hs, ln))
 		}
 	}()
 	select {

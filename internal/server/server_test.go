@@ -26,7 +26,8 @@ import (
 
 // --- test harness ---------------------------------------------------------------------------
 
-// node is a Server over an event log, served by an httptest server on loopback.
+// node is a Server over an event log, served by an httptest server on loopback, with
+// long-polls parked (Server.Attach).
 type node struct {
 	t   testing.TB
 	srv *server.Server
@@ -45,7 +46,9 @@ func newNode(t testing.TB, cfg server.Config, opts eventlog.Options) *node {
 	t.Cleanup(func() { _ = l.Close() })
 	cfg.Store = l
 	srv := server.New(cfg)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Shutdown) // runs first: waiting long-polls must not hold ts.Close up
 	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
