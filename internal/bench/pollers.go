@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // PollersConfig configures Pollers.
@@ -131,13 +127,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	var client0 runtime.MemStats
 	runtime.ReadMemStats(&client0)
 
-	tr, err := newTransport(cfg.Target, K)
-	if err != nil {
-		return nil, err
-	}
-	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.ReadBufferSize, tr.WriteBufferSize = 4096, 4096
-	c, err := client.New(client.Options{Node: cfg.Target.URL, Token: cfg.Target.Token, UserAgent: userAgent(cfg.Version), HTTPClient: &http.Client{Transport: tr}})
+	ep, err := newPollEndpoint(cfg.Target, cfg.Version, cfg.Query, cfg.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +137,6 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	defer func() {
 		stop()
 		wg.Wait()
-		tr.CloseIdleConnections()
 	}()
 	st := &pollState{
 		pollers: make([]poller, K),
@@ -160,7 +149,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st.run(pctx, c, &st.pollers[i], info.Newest, cfg)
+			st.run(pctx, ep, &st.pollers[i], info.Newest, cfg)
 		}()
 	}
 	// All waiting: on the client, every request written; on an evtctl node, its count of
@@ -318,7 +307,6 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	}
 	stop()
 	wg.Wait()
-	tr.CloseIdleConnections()
 	r.finish(ctx)
 	wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
 	r.figure("poller_errors", float64(st.errors.Load()), "errors")
@@ -411,45 +399,54 @@ type pollState struct {
 
 // run is one poller: long-poll after the newest cursor, record each reply with an item,
 // poll again after it.
-func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after string, cfg PollersConfig) {
+func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after string, cfg PollersConfig) {
+	var pc *pollConn
+	defer func() {
+		if pc != nil {
+			pc.close()
+		}
+	}()
 	first := true
 	failures := 0
 	for ctx.Err() == nil {
-		var written atomic.Bool
-		isFirst := first
-		releaseOnce := sync.OnceFunc(func() {
-			if isFirst {
-				<-st.connect
-			}
-		})
-		if isFirst {
+		if first {
 			select {
 			case st.connect <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
 		}
-		rctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) {
-				if written.CompareAndSwap(false, true) {
-					st.waiting.Add(1)
-					releaseOnce()
-				}
-			},
-		})
-		reply, err := c.Events(rctx, client.Request{After: after, MaxItems: 1, Wait: cfg.Wait, Query: cfg.Query})
-		at := time.Now().UnixNano()
-		if !written.CompareAndSwap(false, true) {
-			st.waiting.Add(-1) // counted as waiting; a trace that fires late counts nothing
+		var err error
+		if pc == nil {
+			pc, err = ep.dial(ctx)
 		}
-		releaseOnce()
-		first = false
+		if err == nil {
+			err = pc.send(after)
+		}
+		var newest string
+		keep := false
+		if err == nil {
+			st.waiting.Add(1)
+			if first {
+				<-st.connect
+				first = false
+			}
+			newest, keep, err = pc.receive()
+			st.waiting.Add(-1)
+		} else if first {
+			<-st.connect
+		}
+		at := time.Now().UnixNano()
+		if !keep && pc != nil {
+			pc.close()
+			pc = nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			var re *client.RPCError
-			if errors.As(err, &re) && re.Code == -32000 {
+			var re *errRefused
+			if errors.As(err, &re) {
 				st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, cfg.Pollers))
 				return
 			}
@@ -467,14 +464,10 @@ func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after
 			continue
 		}
 		failures = 0
-		if len(reply.Items) == 0 {
+		if newest == "" {
 			continue // the wait ended: poll again
 		}
-		newest := reply.Items[0].Cursor
-		if reply.Ascending() {
-			newest = reply.Items[len(reply.Items)-1].Cursor
-		}
-		after = strings.Clone(newest)
+		after = newest
 		if n := int(p.n.Load()); n < len(p.got) {
 			p.got[n] = receipt{cursor: after, at: at}
 			p.n.Store(int32(n + 1))

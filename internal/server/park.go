@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -65,9 +67,10 @@ const (
 	connIdle          // between requests: on a deadline, waiting for input
 )
 
-// pconn is a connection the parker holds.
+// pconn is a connection the parker holds: its descriptor alone, out of Go's poller, so that
+// its events are not read twice (by the parker and by the runtime), and it holds no more
+// memory than its few links.
 type pconn struct {
-	c         *net.TCPConn
 	fd        int
 	slot, gen uint32
 	via       *parkListener // where it goes back to net/http
@@ -173,19 +176,22 @@ func newParker(s *Server) *parker {
 // --- holding connections ----------------------------------------------------------------------
 
 // adopt takes c into the parker's hold, busy (its caller's), or idle and waiting for its
-// first request when fresh. pending are bytes of it already read.
+// first request when fresh. pending are bytes of it already read. c is closed, its socket
+// kept in a descriptor of the parker's own; on an error c is as it was.
 func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh bool) (*pconn, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	fd := -1
-	if err := rc.Control(func(f uintptr) { fd = int(f) }); err != nil {
-		return nil, err
+	var fd int
+	var derr error
+	if err := rc.Control(func(f uintptr) { fd, derr = dupFD(int(f)) }); err != nil || derr != nil {
+		return nil, errors.Join(err, derr)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		_ = closeFD(fd)
 		return nil, errParkerClosed
 	}
 	var slot uint32
@@ -196,7 +202,7 @@ func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh 
 		p.conns = append(p.conns, nil)
 	}
 	p.gen++
-	pc := &pconn{c: c, fd: fd, slot: slot, gen: p.gen, via: via, buf: pending, fresh: fresh}
+	pc := &pconn{fd: fd, slot: slot, gen: p.gen, via: via, buf: pending, fresh: fresh}
 	if fresh {
 		p.idleLocked(pc)
 	}
@@ -204,11 +210,29 @@ func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh 
 	if err := p.poll.add(fd, slot, pc.gen); err != nil {
 		p.dl.remove(pc)
 		p.free = append(p.free, slot)
+		_ = closeFD(fd)
 		return nil, err
 	}
+	_ = c.Close() // the socket stays open: fd holds it
 	p.conns[slot] = pc
 	p.owned++
 	return pc, nil
+}
+
+// netConn makes fd, a connected TCP socket, a net.Conn of Go's poller again; fd is closed.
+func netConn(fd int) (*net.TCPConn, error) {
+	f := os.NewFile(uintptr(fd), "tcp")
+	c, err := net.FileConn(f) // a duplicate of fd
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("not a TCP connection: %T", c)
+	}
+	return tc, nil
 }
 
 // idleLocked makes pc wait for its next request.
@@ -243,7 +267,7 @@ func (p *parker) idle(pc *pconn) bool {
 
 // close closes a connection its caller holds.
 func (p *parker) close(pc *pconn) {
-	_ = pc.c.Close()
+	_ = closeFD(pc.fd)
 	p.mu.Lock()
 	p.releaseLocked(pc)
 	p.mu.Unlock()
@@ -256,12 +280,17 @@ func (p *parker) handBack(pc *pconn, unread []byte) {
 	err := p.poll.del(pc.fd)
 	p.releaseLocked(pc)
 	p.mu.Unlock()
+	var c *net.TCPConn
+	if err == nil {
+		c, err = netConn(pc.fd)
+	} else {
+		_ = closeFD(pc.fd)
+	}
 	if err != nil {
 		p.s.log.Debug("handing a connection back to net/http", "err", err)
-		_ = pc.c.Close()
 		return
 	}
-	pc.via.deliver(&backConn{TCPConn: pc.c, prefix: bytes.Clone(unread), via: pc.via})
+	pc.via.deliver(&backConn{TCPConn: c, prefix: bytes.Clone(unread), via: pc.via})
 }
 
 func (p *parker) releaseLocked(pc *pconn) {
@@ -728,11 +757,19 @@ func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 // within the write timeout, then serves the connection on.
 func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time) {
 	go func() {
-		if d := pc.via.writeTimeout; d > 0 {
-			_ = pc.c.SetWriteDeadline(start.Add(d))
+		// A duplicate of the descriptor in Go's poller waits for room.
+		fd, err := dupFD(pc.fd)
+		var c *net.TCPConn
+		if err == nil {
+			c, err = netConn(fd)
 		}
-		_, err := pc.c.Write(b)
-		_ = pc.c.SetWriteDeadline(time.Time{})
+		if err == nil {
+			if d := pc.via.writeTimeout; d > 0 {
+				_ = c.SetWriteDeadline(start.Add(d))
+			}
+			_, err = c.Write(b)
+			c.Close()
+		}
 		if err != nil || closeAfter || p.closing.Load() {
 			p.close(pc)
 			return

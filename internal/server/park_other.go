@@ -11,3 +11,6 @@ func newPoller() (poller, error) { return nil, errors.ErrUnsupported }
 func readFD(fd int, b []byte) (int, error)  { return 0, errors.ErrUnsupported }
 func writeFD(fd int, b []byte) (int, error) { return 0, errors.ErrUnsupported }
 func wouldBlock(err error) bool             { return false }
+
+func dupFD(fd int) (int, error) { return -1, errors.ErrUnsupported }
+func closeFD(fd int) error      { return errors.ErrUnsupported }
