@@ -110,6 +110,18 @@ func (ep *pollEndpoint) dial(ctx context.Context) (*pollConn, error) {
 	return pc, nil
 }
 
+// arrived is when the last reply read reached the socket, in Unix nanoseconds; 0 when not
+// known.
+func (pc *pollConn) arrived() int64 {
+	if pc == nil {
+		return 0
+	}
+	if a, ok := pc.rw.(interface{ arrived() int64 }); ok {
+		return a.arrived()
+	}
+	return 0
+}
+
 func (pc *pollConn) close() {
 	pc.stop()
 	pc.c.Close()

@@ -185,7 +185,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 			}
 		}
 	}
-	var wake, fromSend, spread samples
+	var wf wakeSamples
 	early, rounds := 0, 0
 	appended := info.Kind == KindEvtctl
 	// partial ends a run that could not complete: an interruption gives what was measured.
@@ -196,7 +196,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		stop()
 		wg.Wait()
 		r.finish(ctx)
-		wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+		wf.figures(r, appended, early, rounds, K)
 		return r, ctx.Err()
 	}
 	if err := allWaiting("connecting"); err != nil {
@@ -282,15 +282,19 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 			if g.cursor != st.pollers[0].got[round].cursor {
 				differ++
 			}
-			spread.add(time.Duration(g.at - first))
+			wf.spread.add(time.Duration(g.at - first))
+			if g.arrived {
+				wf.arrivals++
+			}
 			if poster != nil {
-				fromSend.add(time.Duration(g.at - sendAt.UnixNano()))
+				wf.fromSend.add(time.Duration(g.at - sendAt.UnixNano()))
 				d := time.Duration(g.at - ackAt.UnixNano())
 				if d < 0 {
 					early++
 					d = 0
 				}
-				wake.add(d)
+				wf.wake.add(d)
+				wf.read.add(max(time.Duration(g.read-ackAt.UnixNano()), 0))
 			}
 		}
 		if differ > 0 {
@@ -300,7 +304,14 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		cfg.progress("pollers: round %d of %d: all %d woke", round+1, cfg.Rounds, K)
 	}
 	if nodeCPU1, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok && nodeCPUOK && rounds > 0 {
-		r.figure("node_cpu_per_round", (nodeCPU1-nodeCPU0)/float64(rounds), "s")
+		perRound := (nodeCPU1 - nodeCPU0) / float64(rounds)
+		r.figure("node_cpu_per_round", perRound, "s")
+		// A round is a wake and a new long-poll for every poller.
+		if appended && K >= 10_000 {
+			r.goal("node_cpu_per_wake", perRound/float64(K)*1e6, "µs", "<=", GoalPollersNodeCPUPerWake)
+		} else {
+			r.figure("node_cpu_per_wake", perRound/float64(K)*1e6, "µs")
+		}
 	}
 	if clientCPU1, ok := processCPU(); ok && clientCPUOK && rounds > 0 {
 		r.figure("client_cpu_per_round", (clientCPU1-clientCPU0).Seconds()/float64(rounds), "s")
@@ -308,7 +319,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	stop()
 	wg.Wait()
 	r.finish(ctx)
-	wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+	wf.figures(r, appended, early, rounds, K)
 	r.figure("poller_errors", float64(st.errors.Load()), "errors")
 	return r, ctx.Err()
 }
@@ -358,30 +369,47 @@ func memFigures(r *Report, K int, m0, m1 metrics) {
 	}
 }
 
-func wakeFigures(r *Report, wake, fromSend, spread *samples, appended bool, early, rounds, K int) {
+// wakeSamples are the times of the rounds' replies.
+type wakeSamples struct {
+	wake     samples // from the append's ack to the reply's arrival
+	read     samples // from the append's ack to the bench's reading the reply
+	fromSend samples // from the start of the append to the reply's arrival
+	spread   samples // from the round's first reply to each
+	arrivals int     // replies whose arrival the kernel stamped
+}
+
+func (w *wakeSamples) figures(r *Report, appended bool, early, rounds, K int) {
 	r.figure("rounds_completed", float64(rounds), "rounds")
-	r.figure("wakes", float64(spread.len()), "replies")
+	r.figure("wakes", float64(w.spread.len()), "replies")
 	if appended {
-		r.figure("wake_p50", ms(wake.percentile(50)), "ms")
-		r.figure("wake_p90", ms(wake.percentile(90)), "ms")
-		r.goal("wake_p99", ms(wake.percentile(99)), "ms", "<=", GoalPollersWakeP99Ms)
-		r.figure("wake_max", ms(wake.max()), "ms")
-		r.latencies("wake_from_send", fromSend)
+		r.figure("wake_p50", ms(w.wake.percentile(50)), "ms")
+		r.figure("wake_p90", ms(w.wake.percentile(90)), "ms")
+		r.goal("wake_p99", ms(w.wake.percentile(99)), "ms", "<=", GoalPollersWakeP99Ms)
+		r.figure("wake_max", ms(w.wake.max()), "ms")
+		r.latencies("wake_read", &w.read)
+		r.latencies("wake_from_send", &w.fromSend)
 		if early > 0 {
 			r.note("%d replies reached pollers before the append was acknowledged; they count as 0 ms (wake_from_send_* times from the start of the append instead)", early)
 		}
 	}
-	r.figure("wake_spread_p50", ms(spread.percentile(50)), "ms")
-	r.figure("wake_spread_p99", ms(spread.percentile(99)), "ms")
-	r.figure("wake_spread_max", ms(spread.max()), "ms")
-	if rounds > 0 && spread.len() != rounds*K {
-		r.note("%d wake-ups recorded for %d rounds of %d pollers", spread.len(), rounds, K)
+	if w.arrivals > 0 {
+		r.note("wake_* time %d of %d replies to their arrival at the poller's socket (the kernel's receive time, SO_TIMESTAMPNS); wake_read_* to when the bench's client, one process for every poller, came to read them", w.arrivals, w.spread.len())
+	} else {
+		r.note("wake_* and wake_read_* time replies to when the bench's client, one process for every poller, read them")
+	}
+	r.figure("wake_spread_p50", ms(w.spread.percentile(50)), "ms")
+	r.figure("wake_spread_p99", ms(w.spread.percentile(99)), "ms")
+	r.figure("wake_spread_max", ms(w.spread.max()), "ms")
+	if rounds > 0 && w.spread.len() != rounds*K {
+		r.note("%d wake-ups recorded for %d rounds of %d pollers", w.spread.len(), rounds, K)
 	}
 }
 
 type receipt struct {
-	cursor string
-	at     int64 // Unix nanoseconds
+	cursor  string
+	at      int64 // Unix nanoseconds: the reply's arrival at the socket, when known, else read
+	read    int64 // when the bench read the reply
+	arrived bool  // at is the kernel's receive time
 }
 
 type poller struct {
@@ -436,7 +464,11 @@ func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after
 		} else if first {
 			<-st.connect
 		}
-		at := time.Now().UnixNano()
+		read := time.Now().UnixNano()
+		at, arrived := read, false
+		if a := pc.arrived(); a > 0 && a <= read {
+			at, arrived = a, true
+		}
 		if !keep && pc != nil {
 			pc.close()
 			pc = nil
@@ -469,7 +501,7 @@ func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after
 		}
 		after = newest
 		if n := int(p.n.Load()); n < len(p.got) {
-			p.got[n] = receipt{cursor: after, at: at}
+			p.got[n] = receipt{cursor: after, at: at, read: read, arrived: arrived}
 			p.n.Store(int32(n + 1))
 		}
 	}

@@ -5,13 +5,17 @@ import (
 	"net"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // rawIO reads and writes a TCP connection with raw system calls on its non-blocking
-// descriptor, waiting in Go's poller when the call would block: a call that cannot block need
+// descriptor, waiting in Go's poller when a call would block: a call that cannot block need
 // not tell the scheduler it might, which with thousands of pollers keeps the scheduler's
-// monitor waking every 20 µs and handing processors between threads. nil for other
-// connections (TLS).
+// monitor waking every 20 µs and handing processors between threads. It also asks the
+// kernel for the time each reply reached the socket (SO_TIMESTAMPNS), so that a reply's
+// wake is timed from its arrival, not from when the bench's goroutine came to read it.
+// nil for other connections (TLS).
 func rawIO(c net.Conn) io.ReadWriter {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -21,8 +25,13 @@ func rawIO(c net.Conn) io.ReadWriter {
 	if err != nil {
 		return nil
 	}
-	r := &rawConnIO{rc: rc}
-	r.readFn = func(fd uintptr) bool { return r.do(syscall.SYS_READ, fd) }
+	r := &rawConnIO{rc: rc, oob: make([]byte, 64)}
+	_ = rc.Control(func(fd uintptr) {
+		r.stamps = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil
+	})
+	r.msg.Iov = &r.iov
+	r.msg.Iovlen = 1
+	r.readFn = r.recv
 	r.writeFn = func(fd uintptr) bool { return r.do(syscall.SYS_WRITE, fd) }
 	return r
 }
@@ -33,7 +42,17 @@ type rawConnIO struct {
 	n               int
 	err             error
 	readFn, writeFn func(uintptr) bool
+
+	stamps bool // the kernel stamps what it receives
+	msg    syscall.Msghdr
+	iov    syscall.Iovec
+	oob    []byte
+	at     int64 // Unix nanoseconds the data last read reached the socket; 0 when not known
 }
+
+// arrived is when the bytes last read reached the socket, in Unix nanoseconds; 0 when not
+// known.
+func (r *rawConnIO) arrived() int64 { return r.at }
 
 // do makes one call; false when it would block.
 func (r *rawConnIO) do(trap, fd uintptr) bool {
@@ -53,15 +72,53 @@ func (r *rawConnIO) do(trap, fd uintptr) bool {
 	}
 }
 
+// recv reads with recvmsg, to have the time of arrival; false when it would block.
+func (r *rawConnIO) recv(fd uintptr) bool {
+	if !r.stamps {
+		return r.do(syscall.SYS_READ, fd)
+	}
+	r.iov.Base = &r.b[0]
+	r.iov.SetLen(len(r.b))
+	r.msg.Control = &r.oob[0]
+	r.msg.SetControllen(len(r.oob))
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+		switch errno {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		default:
+			r.n, r.err = 0, errno
+			return true
+		}
+		r.n, r.err = int(n), nil
+		if n > 0 {
+			r.at = 0
+			if cms, err := syscall.ParseSocketControlMessage(r.oob[:r.msg.Controllen]); err == nil {
+				for _, cm := range cms {
+					if cm.Header.Level == unix.SOL_SOCKET && cm.Header.Type == unix.SCM_TIMESTAMPNS && len(cm.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+						ts := (*unix.Timespec)(unsafe.Pointer(&cm.Data[0]))
+						r.at = ts.Nano()
+					}
+				}
+			}
+		}
+		return true
+	}
+}
+
 func (r *rawConnIO) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
 	r.b = b
-	if err := r.rc.Read(r.readFn); err != nil {
+	err := r.rc.Read(r.readFn)
+	r.b, r.iov.Base = nil, nil
+	if err != nil {
 		return 0, err
 	}
-	r.b = nil
 	if r.n == 0 && r.err == nil {
 		return 0, io.EOF
 	}
