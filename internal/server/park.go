@@ -408,17 +408,18 @@ func (p *parker) hangUp(pc *pconn) {
 	c := pc.call
 	pc.call = call{}
 	p.s.endPoll(c.pl)
-	p.observe(&c) // counted as net/http counts a request whose client went away
+	p.observe(&c, time.Now()) // counted as net/http counts a request whose client went away
 	p.close(pc)
 }
 
-func (p *parker) observe(c *call) {
+// observe counts c's request, answered at now, as the metrics of net/http's requests do.
+func (p *parker) observe(c *call, now time.Time) {
 	if c.get {
-		p.getLat.Observe(time.Since(c.start).Seconds())
+		p.getLat.Observe(now.Sub(c.start).Seconds())
 		p.getOK.Inc()
 		return
 	}
-	p.rpcLat.Observe(time.Since(c.start).Seconds())
+	p.rpcLat.Observe(now.Sub(c.start).Seconds())
 	p.rpcOK.Inc()
 }
 
@@ -680,7 +681,7 @@ func (w *worker) handle(pc *pconn, req *httpRequest) served {
 	res, rerr, done := s.pollOnce(w.p.ctx, pl, false)
 	if !done {
 		if rerr = s.countWaiter(pl); rerr == nil {
-			c.pl, c.due = pl, time.Now().Add(pl.wait)
+			c.pl, c.due = pl, c.start.Add(pl.wait)
 			pc.call = c
 			w.p.park(pc)
 			return parkedCall
@@ -732,12 +733,13 @@ func (w *worker) next(pc *pconn) {
 func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 	p := w.p
 	closeAfter := c.close || p.closing.Load()
-	b := p.appendReply(w.out[:0], c, res, rerr, closeAfter)
+	now := time.Now()
+	b := p.appendReply(w.out[:0], c, res, rerr, closeAfter, now)
 	res.release()
 	if cap(b) <= 4*readBufSize {
 		w.out = b[:0]
 	}
-	p.observe(c)
+	p.observe(c, now)
 	n, err := writeFD(pc.fd, b)
 	switch {
 	case n == len(b) && closeAfter:
@@ -782,7 +784,7 @@ func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time
 
 // appendReply appends the HTTP response to c, as net/http writes it for the handler of the
 // events method (handleRPC, handleGetEvents).
-func (p *parker) appendReply(b []byte, c *call, res result, rerr *rpcError, closeAfter bool) []byte {
+func (p *parker) appendReply(b []byte, c *call, res result, rerr *rpcError, closeAfter bool, now time.Time) []byte {
 	var ej []byte
 	if rerr != nil {
 		ej, _ = json.Marshal(rerr)
@@ -812,7 +814,7 @@ func (p *parker) appendReply(b []byte, c *call, res result, rerr *rpcError, clos
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Date: "...)
-	b = p.appendDate(b)
+	b = p.appendDate(b, now)
 	if closeAfter {
 		b = append(b, "\r\nConnection: close"...)
 	}
@@ -836,8 +838,7 @@ type dateLine struct {
 }
 
 // appendDate appends the Date of a reply, formatted once a second.
-func (p *parker) appendDate(b []byte) []byte {
-	now := time.Now()
+func (p *parker) appendDate(b []byte, now time.Time) []byte {
 	d := p.date.Load()
 	if d == nil || d.sec != now.Unix() {
 		d = &dateLine{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
@@ -1153,9 +1154,10 @@ func (s *Server) parkRequest(w http.ResponseWriter, r *http.Request, via *parkLi
 	if err != nil {
 		// The node is shutting down: answer with what there is, and close.
 		c.close = true
-		b := via.p.appendReply(nil, &c, s.emptyPage(c.pl), nil, true)
+		now := time.Now()
+		b := via.p.appendReply(nil, &c, s.emptyPage(c.pl), nil, true, now)
 		s.endPoll(c.pl)
-		via.p.observe(&c)
+		via.p.observe(&c, now)
 		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		_, _ = conn.Write(b)
 		conn.Close()
