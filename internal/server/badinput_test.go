@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -214,9 +215,19 @@ func TestBadIngest(t *testing.T) {
 }
 
 // TestSlowHeaders checks that a client sending its headers slowly is cut off after the
-// header timeout while other clients are served.
+// header timeout while other clients are served, whether or not long-polls are parked (the
+// parker hands a request in pieces to net/http).
 func TestSlowHeaders(t *testing.T) {
 	t.Parallel()
+	for _, parked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parked=%v", parked), func(t *testing.T) {
+			t.Parallel()
+			testSlowHeaders(t, parked)
+		})
+	}
+}
+
+func testSlowHeaders(t *testing.T, parked bool) {
 	l, err := eventlog.Open(eventlog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -227,6 +238,9 @@ func TestSlowHeaders(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if parked {
+		ln = srv.Attach(hs, ln)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

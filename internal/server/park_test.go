@@ -410,3 +410,122 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	wantMetric(t, m, "evtctl_parked_connections", waiters)
 	wantMetric(t, m, `evtctl_http_requests_total{code="200",endpoint="rpc"}`, waiters)
 }
+
+// newNodeWith is newNode whose HTTP server is set up by setup before it is attached.
+func newNodeWith(t *testing.T, cfg server.Config, setup func(*http.Server)) *node {
+	t.Helper()
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	cfg.Store = l
+	srv := server.New(cfg)
+	ts := httptest.NewUnstartedServer(srv)
+	setup(ts.Config)
+	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Shutdown)
+	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
+}
+
+// The parker holds connections between requests within the HTTP server's timeouts: a
+// connection that sends nothing is closed after ReadHeaderTimeout, one idle after a reply
+// after IdleTimeout.
+func TestParkedConnectionTimeouts(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	n := newNodeWith(t, server.Config{}, func(hs *http.Server) {
+		hs.ReadHeaderTimeout = 50 * time.Millisecond
+		hs.IdleTimeout = 100 * time.Millisecond
+	})
+	n.ingest(ceJSON("/i", "0", "i.t", 0))
+	silent := dialWire(t, n)
+	answered := dialWire(t, n)
+	answered.send(rpcPoll(1, `{"maxItems":1}`))
+	if resp, _ := answered.reply(); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("HTTP %d, close %v", resp.StatusCode, resp.Close)
+	}
+	if !silent.closed() {
+		t.Fatal("a connection that sent nothing stays open past the header timeout")
+	}
+	if !answered.closed() {
+		t.Fatal("an idle connection stays open past the idle timeout")
+	}
+	waitForParked(t, n, 0)
+}
+
+// A reply larger than the socket takes at once is finished by a writer of its own, whole,
+// however slowly the client reads it; the connection then goes on.
+func TestParkedReplyToASlowReader(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	n := newNode(t, server.Config{MaxItems: 500}, eventlog.Options{})
+	pad := strings.Repeat("x", 8000)
+	var events []string
+	for i := range 300 {
+		events = append(events, fmt.Sprintf(`{"specversion":"1.0","id":"big-%d","source":"/big","type":"big.t","data":{"pad":%q}}`, i, pad))
+	}
+	head := n.ingestBatch(events[:1])[0]
+	w := dialWire(t, n)
+	w.send(rpcPoll(1, `{"after":"`+head+`","maxItems":500,"order":"asc","waitTime":30000000000}`))
+	waitForWaiters(t, n, 1)
+	n.ingestBatch(events[1:])
+	// Nothing is read until the node has written what the socket takes.
+	waitUntil(t, "the node waits for the client to read", func() bool { return n.srv.Waiters() == 0 })
+	resp, b := w.reply()
+	if r := rpcResult(t, b); resp.StatusCode != http.StatusOK || len(r.Items) != 299 || len(b) < 299*8000 {
+		t.Fatalf("HTTP %d, %d bytes, %d items", resp.StatusCode, len(b), len(r.Items))
+	}
+	w.send(rpcPoll(2, `{"maxItems":1}`))
+	if _, b := w.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("the next request on the connection: %s", abbrev(b))
+	}
+}
+
+// What the parker does not read as a long-poll goes to net/http, which answers it as
+// before: a GET with a body, a batch, a notification, HTTP/1.0, a bad request.
+func TestParkerLeavesOtherRequestsToNetHTTP(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	n := newMemNode(t)
+	head := n.ingest(ceJSON("/o", "0", "o.t", 0)).Cursor
+	w := dialWire(t, n)
+	w.send("GET /events?maxItems=1 HTTP/1.1\r\nHost: node\r\nContent-Length: 2\r\n\r\n{}")
+	if _, b := w.reply(); !bytes.Contains(b, []byte(head)) {
+		t.Fatalf("GET with a body: %s", b)
+	}
+	batch := `[{"jsonrpc":"2.0","id":1,"method":"events","params":{"maxItems":1}},{"jsonrpc":"2.0","method":"events"}]`
+	w.send("POST / HTTP/1.1\r\nHost: node\r\nContent-Length: " + strconv.Itoa(len(batch)) + "\r\n\r\n" + batch)
+	if _, b := w.reply(); !bytes.HasPrefix(b, []byte(`[{"jsonrpc":"2.0","id":1,"result":`)) {
+		t.Fatalf("batch: %s", b)
+	}
+	note := `{"jsonrpc":"2.0","method":"events"}`
+	w.send("POST / HTTP/1.1\r\nHost: node\r\nContent-Length: " + strconv.Itoa(len(note)) + "\r\n\r\n" + note)
+	if resp, b := w.reply(); resp.StatusCode != http.StatusOK || len(b) != 0 {
+		t.Fatalf("notification: HTTP %d %q", resp.StatusCode, b)
+	}
+	w.send(rpcPoll(2, `{"after":"not a cursor"}`))
+	if _, b := w.reply(); !bytes.Contains(b, []byte(`"error"`)) {
+		t.Fatalf("bad cursor: %s", b)
+	}
+	old := dialWire(t, n)
+	old.send("POST / HTTP/1.0\r\nContent-Length: 60\r\n\r\n" + `{"jsonrpc":"2.0","id":3,"method":"events","params":{"maxItems":1}}`[:60])
+	if resp, _ := old.reply(); resp.StatusCode != http.StatusOK || !old.closed() {
+		t.Fatalf("HTTP/1.0: HTTP %d", resp.StatusCode)
+	}
+	bad := dialWire(t, n)
+	bad.send("POST / HTTP/1.1\r\nHost: node\r\nContent-Length: x\r\n\r\n")
+	if resp, _ := bad.reply(); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a bad Content-Length: HTTP %d", resp.StatusCode)
+	}
+	// A long-poll on the connection that net/http now serves still waits, parked.
+	w.send(rpcPoll(4, `{"after":"`+head+`","waitTime":30000000000}`))
+	waitForWaiters(t, n, 1)
+	waitForParked(t, n, 1)
+	added := n.ingest(ceJSON("/o", "1", "o.t", 1)).Cursor
+	if _, b := w.reply(); rpcResult(t, b).Items[0].Cursor != added {
+		t.Fatalf("long-poll after net/http: %s", b)
+	}
+}
