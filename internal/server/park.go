@@ -103,6 +103,7 @@ type parker struct {
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
 	tasks   chan parkTask
+	slack   chan struct{} // a worker found no task waiting
 	done    chan struct{} // closed to stop the event loop and the timer
 	loops   sync.WaitGroup
 	closing atomic.Bool // mirrors closed, for reads outside mu
@@ -136,6 +137,9 @@ type parkTask struct {
 	pcs  []*pconn
 }
 
+// backlogWait bounds how long the event loop leaves events while the workers are busy.
+const backlogWait = 2 * time.Millisecond
+
 // taskSize is how many connections a task takes: enough to make a task's cost small beside
 // its work, few enough to share a wake among the workers.
 const taskSize = 32
@@ -155,6 +159,7 @@ func newParker(s *Server) *parker {
 	p := &parker{
 		s: s, poll: poll, ctx: ctx, cancel: cancel,
 		tasks:   make(chan parkTask, 4096),
+		slack:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		lists:   make(map[<-chan struct{}]*waitList),
 		drained: make(chan struct{}),
@@ -433,12 +438,25 @@ func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
 }
 
 // eventLoop reads the poller's events: input on an idle connection goes to a worker, a
-// hang-up of a waiting one ends its call.
+// hang-up of a waiting one ends its call. While the workers have tasks waiting (the replies
+// of a wake), it leaves events to gather, for up to backlogWait, so that replies go out first
+// and the requests that follow them are taken in larger batches.
 func (p *parker) eventLoop() {
 	defer p.loops.Done()
 	evs := make([]pollEvent, 256)
 	var reads, gone []*pconn
+	backlog := time.NewTimer(time.Hour)
+	backlog.Stop()
 	for {
+		if len(p.tasks) > 0 {
+			backlog.Reset(backlogWait)
+			select {
+			case <-p.slack:
+			case <-backlog.C:
+			case <-p.done:
+			}
+			backlog.Stop()
+		}
 		n, err := p.poll.wait(evs)
 		if err != nil {
 			return
@@ -563,6 +581,12 @@ const readBufSize = 4096
 func (p *parker) work() {
 	w := &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
 	for t := range p.tasks {
+		if len(p.tasks) == 0 {
+			select {
+			case p.slack <- struct{}{}:
+			default:
+			}
+		}
 		for _, pc := range t.pcs {
 			switch t.kind {
 			case taskRead:
