@@ -130,26 +130,32 @@ func (pc *pollConn) close() {
 // send writes a call for the first item after the cursor after.
 func (pc *pollConn) send(after string) error {
 	pc.id++
-	b := append(pc.call[:0], `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendInt(b, int64(pc.id), 10)
+	pc.call, pc.req = pc.ep.appendRequest(pc.call[:0], pc.req[:0], pc.id, after)
+	_, err := pc.rw.Write(pc.req)
+	return err
+}
+
+// appendRequest appends the body of call id, for the first item after the cursor after, to
+// call, and the whole request to req.
+func (ep *pollEndpoint) appendRequest(call, req []byte, id int, after string) ([]byte, []byte) {
+	b := append(call, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, int64(id), 10)
 	b = append(b, `,"method":"events","params":{"maxItems":1`...)
 	if after != "" {
 		b = append(b, `,"after":`...)
 		b = strconv.AppendQuote(b, after)
 	}
 	b = append(b, `,"waitTime":`...)
-	b = strconv.AppendInt(b, int64(pc.ep.wait), 10)
-	if pc.ep.query != nil {
-		b = append(append(append(b, `,"filter":{"query":`...), pc.ep.query...), '}')
+	b = strconv.AppendInt(b, int64(ep.wait), 10)
+	if ep.query != nil {
+		b = append(append(append(b, `,"filter":{"query":`...), ep.query...), '}')
 	}
-	pc.call = append(b, "}}"...)
-	r := append(pc.req[:0], pc.ep.head...)
+	b = append(b, "}}"...)
+	r := append(req, ep.head...)
 	r = append(r, "Content-Length: "...)
-	r = strconv.AppendInt(r, int64(len(pc.call)), 10)
+	r = strconv.AppendInt(r, int64(len(b)), 10)
 	r = append(r, "\r\n\r\n"...)
-	pc.req = append(r, pc.call...)
-	_, err := pc.rw.Write(pc.req)
-	return err
+	return b, append(r, b...)
 }
 
 // errRefused is the node's busy error (-32000): too many waiting readers.
@@ -160,13 +166,30 @@ func (e *errRefused) Error() string { return e.msg }
 // receive reads the reply to the last call and returns the cursor of its newest item; ""
 // when it has none. keep is false when the node closes the connection after it.
 func (pc *pollConn) receive() (newest string, keep bool, err error) {
-	status, length, chunked, keep, err := pc.readHead()
-	if err != nil {
-		return "", false, err
+	var h replyHead
+	for want := 1; ; {
+		// One more byte than was there before: Peek waits for input, not for a size.
+		if _, err := pc.br.Peek(want); err != nil {
+			if err == bufio.ErrBufferFull {
+				err = errors.New("reply headers too long")
+			}
+			return "", false, err
+		}
+		b, _ := pc.br.Peek(pc.br.Buffered())
+		var size int
+		var ok bool
+		if h, size, ok, err = parseReplyHead(b); err != nil {
+			return "", false, err
+		}
+		if ok {
+			_, _ = pc.br.Discard(size)
+			break
+		}
+		want = len(b) + 1
 	}
 	var body []byte
 	switch {
-	case chunked:
+	case h.chunked:
 		body, err = io.ReadAll(httputil.NewChunkedReader(pc.br))
 		if err == nil {
 			// The trailer section: lines up to an empty one.
@@ -181,89 +204,102 @@ func (pc *pollConn) receive() (newest string, keep bool, err error) {
 				}
 			}
 		}
-	case length >= 0:
-		if length > 64<<20 {
-			return "", false, fmt.Errorf("a reply of %d bytes", length)
+	case h.length >= 0:
+		if cap(pc.reply) < h.length {
+			pc.reply = make([]byte, h.length)
 		}
-		if cap(pc.reply) < length {
-			pc.reply = make([]byte, length)
-		}
-		body = pc.reply[:length]
+		body = pc.reply[:h.length]
 		_, err = io.ReadFull(pc.br, body)
 	default:
 		body, err = io.ReadAll(pc.br)
-		keep = false
+		h.keep = false
 	}
 	if err != nil {
 		return "", false, err
 	}
+	newest, err = replyCursor(h.status, body)
+	return newest, h.keep && err == nil, err
+}
+
+// replyHead is what a reply's head says.
+type replyHead struct {
+	status  int
+	length  int // -1: not given
+	chunked bool
+	keep    bool // the connection stays open after the reply
+}
+
+// maxReplyHead bounds a reply's status line and headers.
+const maxReplyHead = 16 << 10
+
+// parseReplyHead reads a reply's status line and headers at the start of b: their size and
+// true once b holds them whole.
+func parseReplyHead(b []byte) (h replyHead, size int, ok bool, err error) {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		if len(b) > maxReplyHead {
+			return h, 0, false, errors.New("reply headers too long")
+		}
+		return h, 0, false, nil
+	}
+	lines := bytes.Split(b[:end], []byte("\r\n"))
+	proto, rest, _ := bytes.Cut(lines[0], []byte(" "))
+	code, _, _ := bytes.Cut(rest, []byte(" "))
+	if h.status, err = strconv.Atoi(string(code)); err != nil || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
+		return h, 0, false, fmt.Errorf("not an HTTP reply: %q", lines[0])
+	}
+	h.keep = string(proto) == "HTTP/1.1"
+	h.length = -1
+	for _, line := range lines[1:] {
+		name, val, _ := bytes.Cut(line, []byte(":"))
+		val = bytes.TrimSpace(val)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if h.length, err = strconv.Atoi(string(val)); err != nil || h.length < 0 || h.length > 64<<20 {
+				return h, 0, false, fmt.Errorf("bad Content-Length %q", val)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			h.chunked = bytes.EqualFold(val, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			if bytes.EqualFold(val, []byte("close")) {
+				h.keep = false
+			} else if bytes.EqualFold(val, []byte("keep-alive")) {
+				h.keep = true
+			}
+		}
+	}
+	return h, end + 4, true, nil
+}
+
+// replyCursor reads the reply of a call for one item: the cursor of its newest item, "" when
+// it has none.
+func replyCursor(status int, body []byte) (string, error) {
 	if status != 200 {
-		return "", false, fmt.Errorf("the node answered HTTP %d: %.200s", status, body)
+		return "", fmt.Errorf("the node answered HTTP %d: %.200s", status, body)
 	}
 	if cur, ok := firstCursor(body); ok {
-		return cur, keep, nil
+		return cur, nil
 	}
 	if e := gjson.GetBytes(body, "error"); e.Exists() {
 		msg := fmt.Sprintf("the node answered %s", e.Raw)
 		if e.Get("code").Int() == -32000 {
-			return "", keep, &errRefused{msg}
+			return "", &errRefused{msg}
 		}
-		return "", keep, errors.New(msg)
+		return "", errors.New(msg)
 	}
 	items := gjson.GetBytes(body, "result.items")
 	if !items.IsArray() {
-		return "", false, fmt.Errorf("not a reply of the events method: %.200s", body)
+		return "", fmt.Errorf("not a reply of the events method: %.200s", body)
 	}
 	n := items.Get("#").Int()
 	if n == 0 {
-		return "", keep, nil
+		return "", nil
 	}
 	i := int64(0)
 	if gjson.GetBytes(body, "result.order").String() == "asc" {
 		i = n - 1
 	}
-	return items.Get(strconv.FormatInt(i, 10) + ".cursor").String(), keep, nil
-}
-
-// readHead reads a reply's status line and headers.
-func (pc *pollConn) readHead() (status, length int, chunked, keep bool, err error) {
-	line, err := pc.br.ReadSlice('\n')
-	if err != nil {
-		return 0, 0, false, false, err
-	}
-	proto, rest, _ := bytes.Cut(line, []byte(" "))
-	code, _, _ := bytes.Cut(rest, []byte(" "))
-	if status, err = strconv.Atoi(string(bytes.TrimSpace(code))); err != nil || !bytes.HasPrefix(proto, []byte("HTTP/1.")) {
-		return 0, 0, false, false, fmt.Errorf("not an HTTP reply: %q", line)
-	}
-	keep = string(proto) == "HTTP/1.1"
-	length = -1
-	for {
-		line, err = pc.br.ReadSlice('\n')
-		if err != nil {
-			return 0, 0, false, false, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			return status, length, chunked, keep, nil
-		}
-		name, val, _ := bytes.Cut(line, []byte(":"))
-		val = bytes.TrimSpace(val)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(val)); err != nil || length < 0 {
-				return 0, 0, false, false, fmt.Errorf("bad Content-Length %q", val)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(val, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			if bytes.EqualFold(val, []byte("close")) {
-				keep = false
-			} else if bytes.EqualFold(val, []byte("keep-alive")) {
-				keep = true
-			}
-		}
-	}
+	return items.Get(strconv.FormatInt(i, 10) + ".cursor").String(), nil
 }
 
 // firstCursor reads the reply of a one-item call as an evtctl node writes it —

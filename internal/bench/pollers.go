@@ -139,6 +139,8 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		wg.Wait()
 	}()
 	st := &pollState{
+		ep:      ep,
+		cfg:     cfg,
 		pollers: make([]poller, K),
 		connect: make(chan struct{}, cfg.Connect),
 		fatal:   make(chan error, 1),
@@ -149,7 +151,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st.run(pctx, ep, &st.pollers[i], info.Newest, cfg)
+			st.run(pctx, &st.pollers[i], info.Newest)
 		}()
 	}
 	// All waiting: on the client, every request written; on an evtctl node, its count of
@@ -418,6 +420,8 @@ type poller struct {
 }
 
 type pollState struct {
+	ep      *pollEndpoint
+	cfg     PollersConfig
 	pollers []poller
 	connect chan struct{} // semaphore of connection attempts
 	waiting atomic.Int64  // requests written and not yet answered
@@ -426,16 +430,15 @@ type pollState struct {
 }
 
 // run is one poller: long-poll after the newest cursor, record each reply with an item,
-// poll again after it.
-func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after string, cfg PollersConfig) {
+// poll again after it. Its first request holds a place among cfg.Connect.
+func (st *pollState) run(ctx context.Context, p *poller, after string) {
+	first, failures := true, 0
 	var pc *pollConn
 	defer func() {
 		if pc != nil {
 			pc.close()
 		}
 	}()
-	first := true
-	failures := 0
 	for ctx.Err() == nil {
 		if first {
 			select {
@@ -446,7 +449,7 @@ func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after
 		}
 		var err error
 		if pc == nil {
-			pc, err = ep.dial(ctx)
+			pc, err = st.ep.dial(ctx)
 		}
 		if err == nil {
 			err = pc.send(after)
@@ -465,45 +468,57 @@ func (st *pollState) run(ctx context.Context, ep *pollEndpoint, p *poller, after
 			<-st.connect
 		}
 		read := time.Now().UnixNano()
-		at, arrived := read, false
-		if a := pc.arrived(); a > 0 && a <= read {
-			at, arrived = a, true
-		}
+		at := pc.arrived()
 		if !keep && pc != nil {
 			pc.close()
 			pc = nil
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			var re *errRefused
-			if errors.As(err, &re) {
-				st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, cfg.Pollers))
-				return
-			}
-			st.errors.Add(1)
-			failures++
-			if failures > 5 {
-				st.fail(fmt.Errorf("a poller failed %d times in a row: %w", failures, err))
-				return
-			}
-			select {
-			case <-time.After(time.Duration(failures) * 100 * time.Millisecond):
-			case <-ctx.Done():
+			if ctx.Err() != nil || !st.failed(ctx, err, &failures) {
 				return
 			}
 			continue
 		}
 		failures = 0
-		if newest == "" {
-			continue // the wait ended: poll again
+		if newest != "" { // else the wait ended: poll again
+			after = newest
+			st.record(p, newest, at, read)
 		}
-		after = newest
-		if n := int(p.n.Load()); n < len(p.got) {
-			p.got[n] = receipt{cursor: after, at: at, read: read, arrived: arrived}
-			p.n.Store(int32(n + 1))
-		}
+	}
+}
+
+// failed counts a failed request of a poller; false when the poller is to stop: the node
+// refused it, or it failed too often in a row. It waits before the poller tries again.
+func (st *pollState) failed(ctx context.Context, err error, failures *int) bool {
+	var re *errRefused
+	if errors.As(err, &re) {
+		st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, st.cfg.Pollers))
+		return false
+	}
+	st.errors.Add(1)
+	*failures++
+	if *failures > 5 {
+		st.fail(fmt.Errorf("a poller failed %d times in a row: %w", *failures, err))
+		return false
+	}
+	select {
+	case <-time.After(time.Duration(*failures) * 100 * time.Millisecond):
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// record keeps a reply with an item: when it arrived at the socket (at, Unix nanoseconds;
+// 0 when not known) and when the bench read it.
+func (st *pollState) record(p *poller, cursor string, at, read int64) {
+	arrived := at > 0 && at <= read
+	if !arrived {
+		at = read
+	}
+	if n := int(p.n.Load()); n < len(p.got) {
+		p.got[n] = receipt{cursor: cursor, at: at, read: read, arrived: arrived}
+		p.n.Store(int32(n + 1))
 	}
 }
 

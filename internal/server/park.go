@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/evtctl/evtctl/internal/rawpoll"
 )
 
 // Parked long-polls.
@@ -47,19 +49,6 @@ import (
 // TLS connections are not parked: their requests come through crypto/tls, and net/http
 // serves them as before. Neither are HTTP/1.0 requests nor the calls of a JSON-RPC batch.
 
-// poller watches descriptors for input and hang-up (epoll).
-type poller interface {
-	add(fd int, slot, gen uint32) error
-	del(fd int) error
-	wait(evs []pollEvent) (int, error)
-	close() error
-}
-
-type pollEvent struct {
-	slot, gen uint32
-	in, hup   bool
-}
-
 // Connection states, changed under parker.mu.
 const (
 	connBusy   = iota // a worker, a writer or a handler holds it
@@ -87,6 +76,9 @@ type pconn struct {
 	bprev, bnext *pconn
 }
 
+// key is what the poller's events for pc carry: its slot and generation.
+func (pc *pconn) key() uint64 { return uint64(pc.slot) | uint64(pc.gen)<<32 }
+
 // call is a long-poll being served on a parked connection.
 type call struct {
 	pl    *poll
@@ -99,7 +91,7 @@ type call struct {
 
 type parker struct {
 	s       *Server
-	poll    poller
+	poll    *rawpoll.Poller
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
 	tasks   chan parkTask
@@ -148,7 +140,7 @@ var errParkerClosed = errors.New("the node is shutting down")
 
 // newParker starts a parker for s, or returns nil where connections cannot be watched.
 func newParker(s *Server) *parker {
-	poll, err := newPoller()
+	poll, err := rawpoll.New()
 	if err != nil {
 		if !errors.Is(err, errors.ErrUnsupported) {
 			s.log.Warn("long-polls will wait in goroutines: cannot watch connections", "err", err)
@@ -190,13 +182,13 @@ func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh 
 	}
 	var fd int
 	var derr error
-	if err := rc.Control(func(f uintptr) { fd, derr = dupFD(int(f)) }); err != nil || derr != nil {
+	if err := rc.Control(func(f uintptr) { fd, derr = rawpoll.Dup(int(f)) }); err != nil || derr != nil {
 		return nil, errors.Join(err, derr)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		_ = closeFD(fd)
+		_ = rawpoll.Close(fd)
 		return nil, errParkerClosed
 	}
 	var slot uint32
@@ -212,10 +204,10 @@ func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh 
 		p.idleLocked(pc)
 	}
 	// Added under mu, so that shutdown cannot close the connection in between.
-	if err := p.poll.add(fd, slot, pc.gen); err != nil {
+	if err := p.poll.Add(fd, pc.key()); err != nil {
 		p.dl.remove(pc)
 		p.free = append(p.free, slot)
-		_ = closeFD(fd)
+		_ = rawpoll.Close(fd)
 		return nil, err
 	}
 	_ = c.Close() // the socket stays open: fd holds it
@@ -272,7 +264,7 @@ func (p *parker) idle(pc *pconn) bool {
 
 // close closes a connection its caller holds.
 func (p *parker) close(pc *pconn) {
-	_ = closeFD(pc.fd)
+	_ = rawpoll.Close(pc.fd)
 	p.mu.Lock()
 	p.releaseLocked(pc)
 	p.mu.Unlock()
@@ -282,14 +274,14 @@ func (p *parker) close(pc *pconn) {
 // not served.
 func (p *parker) handBack(pc *pconn, unread []byte) {
 	p.mu.Lock()
-	err := p.poll.del(pc.fd)
+	err := p.poll.Del(pc.fd)
 	p.releaseLocked(pc)
 	p.mu.Unlock()
 	var c *net.TCPConn
 	if err == nil {
 		c, err = netConn(pc.fd)
 	} else {
-		_ = closeFD(pc.fd)
+		_ = rawpoll.Close(pc.fd)
 	}
 	if err != nil {
 		p.s.log.Debug("handing a connection back to net/http", "err", err)
@@ -325,6 +317,7 @@ func (p *parker) checkDrainedLocked() {
 type waitList struct {
 	ch   <-chan struct{}
 	head *pconn
+	gone chan struct{} // closed when the list empties before ch closes: its watcher ends
 }
 
 // park puts pc, whose call found nothing, among the waiters until the head moves, its wait
@@ -336,7 +329,7 @@ func (p *parker) park(pc *pconn) {
 		ch := pc.call.pl.changed
 		wl := p.lists[ch]
 		if wl == nil {
-			wl = &waitList{ch: ch}
+			wl = &waitList{ch: ch, gone: make(chan struct{})}
 			p.lists[ch] = wl
 			p.loops.Add(1)
 			go p.watch(wl)
@@ -371,6 +364,10 @@ func (p *parker) unparkLocked(pc *pconn) {
 			pc.wnext.wprev = pc.wprev
 		}
 		pc.wl, pc.wprev, pc.wnext = nil, nil, nil
+		if wl.head == nil && p.lists[wl.ch] == wl {
+			delete(p.lists, wl.ch)
+			close(wl.gone)
+		}
 	}
 	p.dl.remove(pc)
 	pc.state = connBusy
@@ -395,6 +392,8 @@ func (p *parker) watch(wl *waitList) {
 	defer p.loops.Done()
 	select {
 	case <-wl.ch:
+	case <-wl.gone:
+		return
 	case <-p.s.quit:
 		return // shutdown takes every list
 	}
@@ -443,7 +442,7 @@ func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
 // and the requests that follow them are taken in larger batches.
 func (p *parker) eventLoop() {
 	defer p.loops.Done()
-	evs := make([]pollEvent, 256)
+	evs := make([]rawpoll.Event, 256)
 	var reads, gone []*pconn
 	backlog := time.NewTimer(time.Hour)
 	backlog.Stop()
@@ -457,31 +456,32 @@ func (p *parker) eventLoop() {
 			}
 			backlog.Stop()
 		}
-		n, err := p.poll.wait(evs)
+		n, err := p.poll.Wait(evs)
 		if err != nil {
 			return
 		}
 		reads, gone = reads[:0], gone[:0]
 		p.mu.Lock()
 		for _, ev := range evs[:n] {
-			if int(ev.slot) >= len(p.conns) {
+			slot := uint32(ev.Key)
+			if int(slot) >= len(p.conns) {
 				continue
 			}
-			pc := p.conns[ev.slot]
-			if pc == nil || pc.gen != ev.gen {
+			pc := p.conns[slot]
+			if pc == nil || pc.key() != ev.Key {
 				continue // a connection since closed or handed back
 			}
-			if ev.in {
+			if ev.In {
 				pc.in.Store(true)
 			}
-			if ev.hup {
+			if ev.Hup {
 				pc.hup.Store(true)
 			}
 			switch pc.state {
 			case connParked:
 				// Input while waiting is a pipelined request, read once the call is
 				// answered; a hang-up ends the call.
-				if ev.hup {
+				if ev.Hup {
 					p.unparkLocked(pc)
 					gone = append(gone, pc)
 				}
@@ -558,7 +558,7 @@ func (p *parker) shutdown() {
 	case <-time.After(5 * time.Second):
 		p.s.log.Warn("shutting down: replies to long-polls still being written were left")
 	}
-	_ = p.poll.close()
+	_ = p.poll.Close()
 	close(p.done)
 	p.loops.Wait()
 	close(p.tasks)
@@ -649,12 +649,12 @@ func (w *worker) serve(pc *pconn) {
 			return
 		}
 		pc.in.Store(false)
-		m, err := readFD(pc.fd, w.in[len(b):cap(w.in)])
+		m, err := rawpoll.Read(pc.fd, w.in[len(b):cap(w.in)])
 		if m > 0 {
 			b = w.in[:len(b)+m]
 			continue
 		}
-		if !wouldBlock(err) || pc.hup.Load() {
+		if !rawpoll.WouldBlock(err) || pc.hup.Load() {
 			w.p.close(pc) // the client closed the connection, or it failed
 			return
 		}
@@ -764,14 +764,14 @@ func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 		w.out = b[:0]
 	}
 	p.observe(c, now)
-	n, err := writeFD(pc.fd, b)
+	n, err := rawpoll.Write(pc.fd, b)
 	switch {
 	case n == len(b) && closeAfter:
 		p.close(pc)
 		return released
 	case n == len(b):
 		return replied
-	case err == nil || wouldBlock(err):
+	case err == nil || rawpoll.WouldBlock(err):
 		p.slowWrite(pc, bytes.Clone(b[n:]), closeAfter, c.start)
 		return released
 	}
@@ -784,7 +784,7 @@ func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time) {
 	go func() {
 		// A duplicate of the descriptor in Go's poller waits for room.
-		fd, err := dupFD(pc.fd)
+		fd, err := rawpoll.Dup(pc.fd)
 		var c *net.TCPConn
 		if err == nil {
 			c, err = netConn(fd)

@@ -529,3 +529,24 @@ func TestParkerLeavesOtherRequestsToNetHTTP(t *testing.T) {
 		t.Fatalf("long-poll after net/http: %s", b)
 	}
 }
+
+// Waiters that leave — a hang-up, a wait that runs out — leave no goroutine behind them.
+func TestParkedWaitersLeaveNoGoroutine(t *testing.T) {
+	skipUnlessParking(t)
+	n := newMemNode(t)
+	head := n.ingest(ceJSON("/l", "0", "l.t", 0)).Cursor
+	g0 := runtime.NumGoroutine()
+	gone := dialWire(t, n)
+	gone.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
+	waitForWaiters(t, n, 1)
+	gone.c.Close()
+	waitForWaiters(t, n, 0)
+	waitUntil(t, "the goroutines of a hung-up waiter end", func() bool { return runtime.NumGoroutine() <= g0 })
+
+	short := dialWire(t, n)
+	short.send(rpcPoll(2, `{"after":"`+head+`","waitTime":"30ms"}`))
+	if _, b := short.reply(); len(rpcResult(t, b).Items) != 0 {
+		t.Fatalf("a wait that ran out: %s", b)
+	}
+	waitUntil(t, "the goroutines of a wait that ran out end", func() bool { return runtime.NumGoroutine() <= g0 })
+}
