@@ -879,15 +879,18 @@ const tickWidth = int64(5 * time.Millisecond)
 // deadlines keeps connections in buckets by the tick their deadline falls in, with one timer
 // set for the earliest bucket: a timer wheel that sleeps while no deadline comes.
 type deadlines struct {
+	epoch   time.Time // ticks count from here, on the monotonic clock
 	buckets map[int64]*bucket
 	ticks   []int64 // a min-heap of the buckets' ticks
 	timer   *time.Timer
-	armed   int64 // the tick the timer is set for; 0: none
+	armed   int64 // the tick the timer is set for, when set
+	set     bool
 }
 
 type bucket struct{ head *pconn }
 
 func (d *deadlines) init() {
+	d.epoch = time.Now()
 	d.buckets = make(map[int64]*bucket)
 	d.timer = time.NewTimer(time.Hour)
 	d.timer.Stop()
@@ -895,13 +898,13 @@ func (d *deadlines) init() {
 
 // add puts pc in the bucket of the first tick at or after at.
 func (d *deadlines) add(pc *pconn, at time.Time) {
-	t := (at.UnixNano() + tickWidth - 1) / tickWidth
+	t := (int64(at.Sub(d.epoch)) + tickWidth - 1) / tickWidth
 	b := d.buckets[t]
 	if b == nil {
 		b = &bucket{}
 		d.buckets[t] = b
 		d.push(t)
-		if d.armed == 0 || t < d.armed {
+		if !d.set || t < d.armed {
 			d.arm(t)
 		}
 	}
@@ -913,8 +916,8 @@ func (d *deadlines) add(pc *pconn, at time.Time) {
 }
 
 func (d *deadlines) arm(t int64) {
-	d.armed = t
-	d.timer.Reset(time.Until(time.Unix(0, t*tickWidth)))
+	d.armed, d.set = t, true
+	d.timer.Reset(time.Until(d.epoch.Add(time.Duration(t * tickWidth))))
 }
 
 func (d *deadlines) remove(pc *pconn) {
@@ -937,7 +940,7 @@ func (d *deadlines) remove(pc *pconn) {
 // next.
 func (d *deadlines) due(now time.Time) []*pconn {
 	var out []*pconn
-	nt := now.UnixNano() / tickWidth
+	nt := int64(now.Sub(d.epoch)) / tickWidth
 	for len(d.ticks) > 0 && d.ticks[0] <= nt {
 		t := d.pop()
 		b := d.buckets[t]
@@ -949,7 +952,7 @@ func (d *deadlines) due(now time.Time) []*pconn {
 			pc = next
 		}
 	}
-	d.armed = 0
+	d.set = false
 	if len(d.ticks) > 0 {
 		d.arm(d.ticks[0])
 	}
