@@ -550,3 +550,29 @@ func TestParkedWaitersLeaveNoGoroutine(t *testing.T) {
 	}
 	waitUntil(t, "the goroutines of a wait that ran out end", func() bool { return runtime.NumGoroutine() <= g0 })
 }
+
+// A HEAD of /events is answered as net/http answers it, without a body, also after a wait.
+func TestHeadLongPollIsNotParked(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	n := newMemNode(t)
+	head := n.ingest(ceJSON("/h", "0", "h.t", 0)).Cursor
+	w := dialWire(t, n)
+	w.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n") // net/http serves the connection from now on
+	w.reply()
+	w.send("HEAD /events?waitTime=50ms&after=" + head + " HTTP/1.1\r\nHost: node\r\n\r\n")
+	_ = w.c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	resp, err := http.ReadResponse(w.br, &http.Request{Method: http.MethodHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("HEAD: HTTP %d %v", resp.StatusCode, resp.Header)
+	}
+	// Nothing but the head was written: the next reply is the next request's.
+	w.send(rpcPoll(2, `{"maxItems":1}`))
+	if _, b := w.reply(); rpcResult(t, b).Items[0].Cursor != head {
+		t.Fatalf("after HEAD: %s", b)
+	}
+}

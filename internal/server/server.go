@@ -689,8 +689,9 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		rerr = newRPCError(codeInvalidParams, err.Error())
-	case r.ContentLength != 0 || r.TransferEncoding != nil:
-		// A body nothing reads stays on the connection: it is not parked.
+	case r.Method != http.MethodGet || r.ContentLength != 0 || r.TransferEncoding != nil:
+		// Not parked: the reply to a HEAD has no body, and a body nothing reads stays on
+		// the connection.
 		res, rerr = s.events(r.Context(), &p)
 	default:
 		if res, rerr = s.eventsParked(w, r, &p, call{}); res.parked {
