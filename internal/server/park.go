@@ -106,6 +106,7 @@ type parker struct {
 	free    []uint32
 	gen     uint32
 	owned   int // connections held: adopted and not yet closed or handed back
+	writing int // of those, connections whose reply a goroutine of its own is finishing
 	lists   map[<-chan struct{}]*waitList
 	dl      deadlines
 	drained chan struct{} // closed when closed and nothing is held
@@ -300,8 +301,11 @@ func (p *parker) releaseLocked(pc *pconn) {
 	p.checkDrainedLocked()
 }
 
+// checkDrainedLocked notes, once the parker is closed, that no connection is held but by a
+// writer of its own: those only write, and shutdown need not wait for a client that does not
+// read.
 func (p *parker) checkDrainedLocked() {
-	if p.closed && p.owned == 0 {
+	if p.closed && p.owned == p.writing {
 		select {
 		case <-p.drained:
 		default:
@@ -529,8 +533,9 @@ func (p *parker) timerLoop() {
 }
 
 // shutdown answers every waiting call at once (with what it has, as a wait that runs out
-// does), closes idle connections, and returns once the parker holds no connection (or after
-// a few seconds, when a reply is still being written to a client that does not read it).
+// does), closes idle connections, and returns once the parker holds no connection but those
+// whose reply is still being written (within the write timeout) to a client that does not
+// read it; or after a few seconds, when a read of the log holds a worker up.
 func (p *parker) shutdown() {
 	var waits, idles []*pconn
 	p.mu.Lock()
@@ -782,6 +787,9 @@ func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 // slowWrite finishes a reply the socket could not take at once, in a goroutine of its own,
 // within the write timeout, then serves the connection on.
 func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time) {
+	p.mu.Lock()
+	p.writing++
+	p.mu.Unlock()
 	go func() {
 		// A duplicate of the descriptor in Go's poller waits for room.
 		fd, err := rawpoll.Dup(pc.fd)
@@ -796,6 +804,9 @@ func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time
 			_, err = c.Write(b)
 			c.Close()
 		}
+		p.mu.Lock()
+		p.writing--
+		p.mu.Unlock()
 		if err != nil || closeAfter || p.closing.Load() {
 			p.close(pc)
 			return
