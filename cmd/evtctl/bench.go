@@ -400,7 +400,10 @@ func newCmdBenchPollers(bo *benchOptions) *cobra.Command {
 newest event (--wait, capped by the node) and polling again when a wait ends. Reports the
 node's memory from its /metrics before they connect and once all are waiting, then appends
 --rounds events, one at a time, and reports the time from each append's acknowledgement to
-each poller's reply (p50/p99/max), and the spread of the wake-ups.
+each poller's reply (p50/p99/max), the spread of the wake-ups, and the node's CPU per wake.
+On Linux a reply is timed to its arrival at the poller's socket (the kernel's receive time),
+so that the bench's own queue of replies to read is not counted as the node's; wake_read_*
+times them to when the bench read them.
 
 With --embedded the node runs as a process of its own (this executable: serve --memory), so
 that its /metrics count the node's memory alone and its connections have their own open-file

@@ -228,7 +228,8 @@ func TestBenchPollersChildNode(t *testing.T) {
 		"figures.wakes.value":                 "60",
 		"figures.rounds_completed.value":      "2",
 		"figures.node_waiting_readers.value":  "30",
-		"figures.wake_p99.goal.value":         "200",
+		"figures.wake_p99.goal.value":         "250",
+		"figures.node_cpu_per_wake.unit":      "µs",
 		"parameters.pollers.value":            "30",
 		"figures.node_rss_before.unit":        "MB",
 		"figures.node_goroutines_added.value": "", // present, any value

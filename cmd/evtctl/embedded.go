@@ -72,7 +72,7 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 		hs:    srv.HTTPServer(ln.Addr().String(), 5*time.Second),
 		errc:  make(chan error, 1),
 	}
-	go func() { n.errc <- n.hs.Serve(ln) }()
+	go func() { n.errc <- n.hs.Serve(srv.Attach(n.hs, ln)) }()
 	return n, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -58,6 +59,7 @@ type serveOptions struct {
 	TLSCert       string
 	TLSKey        string
 	HeaderTimeout time.Duration
+	PprofListen   string
 	LogFormat     string
 	LogLevel      string
 
@@ -188,6 +190,8 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	f.StringVar(&opts.TLSKey, "tls-key", "", "private key for --tls-cert (PEM)")
 	f.DurationVar(&opts.HeaderTimeout, "header-timeout", 5*time.Second, "close connections whose request headers take longer than this")
+	f.StringVar(&opts.PprofListen, "pprof-listen", "", "serve Go's profiles (net/http/pprof) on this address, for measuring the node")
+	_ = f.MarkHidden("pprof-listen")
 	enumVar(f, &opts.LogFormat, "log-format", "text", "log format on stderr: {values}", choice{name: "text"}, choice{name: "json"})
 	enumVar(f, &opts.LogLevel, "log-level", "info", "log level: {values}", choice{name: "debug"}, choice{name: "info"}, choice{name: "warn"}, choice{name: "error"})
 
@@ -456,12 +460,22 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		}
 	}
 
+	if opts.PprofListen != "" {
+		stop, err := servePprof(opts.PprofListen, logger)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
+
 	errc := make(chan error, 1)
 	go func() {
 		if opts.TLSCert != "" {
+			// TLS connections stay with net/http: their long-polls wait in goroutines.
 			errc <- hs.ServeTLS(ln, opts.TLSCert, opts.TLSKey)
 		} else {
-			errc <- hs.Serve(ln)
+			errc <- hs.Serve(srv.Attach(hs, ln))
 		}
 	}()
 	select {
@@ -510,4 +524,22 @@ func runVerify(opts *serveOptions) error {
 		lost += d.Count()
 	}
 	return &statusError{exitLost, fmt.Errorf("%s lost in %s; the node serves the intact events around them and tells readers of the loss", english.Plural(int(lost), "event"), english.Plural(len(r.Damage), "damaged range"))}
+}
+
+// servePprof serves Go's profiles on addr, on a server of their own, until stop is called.
+func servePprof(addr string, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	logger.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { hs.Close() }, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -25,12 +26,22 @@ type testNode struct {
 // evtctl serve); maxWaiters 0 means the server's default.
 func newTestNode(t *testing.T, maxWaiters int) *testNode {
 	t.Helper()
+	return newTestNodeWith(t, maxWaiters, func(*http.Server) {})
+}
+
+// newTestNodeWith is newTestNode whose HTTP server setup configures; its listener is
+// attached, as evtctl serve attaches its own.
+func newTestNodeWith(t *testing.T, maxWaiters int, setup func(*http.Server)) *testNode {
+	t.Helper()
 	store, err := eventlog.Open(eventlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := server.New(server.Config{Store: store, Version: "test-version", MaxItems: 1000, MaxWaiters: maxWaiters})
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	setup(ts.Config)
+	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	ts.Start()
 	t.Cleanup(func() {
 		srv.Shutdown()
 		ts.Close()
@@ -282,6 +293,21 @@ func TestPollersWakeEveryPoller(t *testing.T) {
 	if got := n.Store.Stats().Appended; got != 3 {
 		t.Errorf("the node appended %d events, want one per round", got)
 	}
+}
+
+// A node that closes every connection after its reply: pollers connect again, and no round
+// misses a wake.
+func TestPollersOnANodeThatCloses(t *testing.T) {
+	n := newTestNodeWith(t, 100, func(hs *http.Server) { hs.SetKeepAlivesEnabled(false) })
+	defer noLeaks(t)()
+	r, err := Pollers(context.Background(), PollersConfig{Common: common(n.URL), Pollers: 10, Rounds: 3, Settle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := checkReport(t, r)
+	want(t, f, "rounds_completed", 3)
+	want(t, f, "wakes", 30)
+	want(t, f, "poller_errors", 0)
 }
 
 // On a Tendermint node nothing is appended: each round waits for the node's next event, and

@@ -22,8 +22,11 @@ const (
 	// GoalReplayTransportRatio bounds a replay's time against fetching the same bytes from
 	// a loopback file server.
 	GoalReplayTransportRatio = 2.5
-	GoalPollersMemoryMB      = 100 // added by 10,000 idle pollers
-	GoalPollersWakeP99Ms     = 200
+	GoalPollersMemoryMB      = 60 // added by 10,000 idle pollers
+	GoalPollersWakeP99Ms     = 250
+	// GoalPollersNodeCPUPerWake is the node's CPU, in µs, for waking a poller and taking its
+	// next long-poll.
+	GoalPollersNodeCPUPerWake = 15
 )
 
 // KindError says a bench cannot run against this kind of node.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/retry"
-	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // PollersConfig configures Pollers.
@@ -132,13 +129,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	var client0 runtime.MemStats
 	runtime.ReadMemStats(&client0)
 
-	tr, err := newTransport(cfg.Target, K)
-	if err != nil {
-		return nil, err
-	}
-	tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.ReadBufferSize, tr.WriteBufferSize = 4096, 4096
-	c, err := client.New(client.Options{Node: cfg.Target.URL, Token: cfg.Target.Token, UserAgent: userAgent(cfg.Version), HTTPClient: &http.Client{Transport: tr}})
+	ep, err := newPollEndpoint(cfg.Target, cfg.Version, cfg.Query, cfg.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +139,10 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	defer func() {
 		stop()
 		wg.Wait()
-		tr.CloseIdleConnections()
 	}()
 	st := &pollState{
+		ep:      ep,
+		cfg:     cfg,
 		pollers: make([]poller, K),
 		connect: make(chan struct{}, cfg.Connect),
 		fatal:   make(chan error, 1),
@@ -161,7 +153,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st.run(pctx, c, &st.pollers[i], info.Newest, cfg)
+			st.run(pctx, &st.pollers[i], info.Newest)
 		}()
 	}
 	// All waiting: on the client, every request written; on an evtctl node, its count of
@@ -197,7 +189,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 			}
 		}
 	}
-	var wake, fromSend, spread samples
+	var wf wakeSamples
 	early, rounds := 0, 0
 	appended := info.Kind == KindEvtctl
 	// partial ends a run that could not complete: an interruption gives what was measured.
@@ -208,7 +200,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		stop()
 		wg.Wait()
 		r.finish(ctx)
-		wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+		wf.figures(r, appended, early, rounds, K)
 		return r, ctx.Err()
 	}
 	if err := allWaiting("connecting"); err != nil {
@@ -294,15 +286,19 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 			if g.cursor != st.pollers[0].got[round].cursor {
 				differ++
 			}
-			spread.add(time.Duration(g.at - first))
+			wf.spread.add(time.Duration(g.at - first))
+			if g.arrived {
+				wf.arrivals++
+			}
 			if poster != nil {
-				fromSend.add(time.Duration(g.at - sendAt.UnixNano()))
+				wf.fromSend.add(time.Duration(g.at - sendAt.UnixNano()))
 				d := time.Duration(g.at - ackAt.UnixNano())
 				if d < 0 {
 					early++
 					d = 0
 				}
-				wake.add(d)
+				wf.wake.add(d)
+				wf.read.add(max(time.Duration(g.read-ackAt.UnixNano()), 0))
 			}
 		}
 		if differ > 0 {
@@ -312,16 +308,22 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		cfg.progress("pollers: round %d of %d: all %d woke", round+1, cfg.Rounds, K)
 	}
 	if nodeCPU1, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok && nodeCPUOK && rounds > 0 {
-		r.figure("node_cpu_per_round", (nodeCPU1-nodeCPU0)/float64(rounds), "s")
+		perRound := (nodeCPU1 - nodeCPU0) / float64(rounds)
+		r.figure("node_cpu_per_round", perRound, "s")
+		// A round is a wake and a new long-poll for every poller.
+		if appended && K >= 10_000 {
+			r.goal("node_cpu_per_wake", perRound/float64(K)*1e6, "µs", "<=", GoalPollersNodeCPUPerWake)
+		} else {
+			r.figure("node_cpu_per_wake", perRound/float64(K)*1e6, "µs")
+		}
 	}
 	if clientCPU1, ok := processCPU(); ok && clientCPUOK && rounds > 0 {
 		r.figure("client_cpu_per_round", (clientCPU1-clientCPU0).Seconds()/float64(rounds), "s")
 	}
 	stop()
 	wg.Wait()
-	tr.CloseIdleConnections()
 	r.finish(ctx)
-	wakeFigures(r, &wake, &fromSend, &spread, appended, early, rounds, K)
+	wf.figures(r, appended, early, rounds, K)
 	r.figure("poller_errors", float64(st.errors.Load()), "errors")
 	return r, ctx.Err()
 }
@@ -371,30 +373,47 @@ func memFigures(r *Report, K int, m0, m1 metrics) {
 	}
 }
 
-func wakeFigures(r *Report, wake, fromSend, spread *samples, appended bool, early, rounds, K int) {
+// wakeSamples are the times of the rounds' replies.
+type wakeSamples struct {
+	wake     samples // from the append's ack to the reply's arrival
+	read     samples // from the append's ack to the bench's reading the reply
+	fromSend samples // from the start of the append to the reply's arrival
+	spread   samples // from the round's first reply to each
+	arrivals int     // replies whose arrival the kernel stamped
+}
+
+func (w *wakeSamples) figures(r *Report, appended bool, early, rounds, K int) {
 	r.figure("rounds_completed", float64(rounds), "rounds")
-	r.figure("wakes", float64(spread.len()), "replies")
+	r.figure("wakes", float64(w.spread.len()), "replies")
 	if appended {
-		r.figure("wake_p50", ms(wake.percentile(50)), "ms")
-		r.figure("wake_p90", ms(wake.percentile(90)), "ms")
-		r.goal("wake_p99", ms(wake.percentile(99)), "ms", "<=", GoalPollersWakeP99Ms)
-		r.figure("wake_max", ms(wake.max()), "ms")
-		r.latencies("wake_from_send", fromSend)
+		r.figure("wake_p50", ms(w.wake.percentile(50)), "ms")
+		r.figure("wake_p90", ms(w.wake.percentile(90)), "ms")
+		r.goal("wake_p99", ms(w.wake.percentile(99)), "ms", "<=", GoalPollersWakeP99Ms)
+		r.figure("wake_max", ms(w.wake.max()), "ms")
+		r.latencies("wake_read", &w.read)
+		r.latencies("wake_from_send", &w.fromSend)
 		if early > 0 {
 			r.note("%d replies reached pollers before the append was acknowledged; they count as 0 ms (wake_from_send_* times from the start of the append instead)", early)
 		}
 	}
-	r.figure("wake_spread_p50", ms(spread.percentile(50)), "ms")
-	r.figure("wake_spread_p99", ms(spread.percentile(99)), "ms")
-	r.figure("wake_spread_max", ms(spread.max()), "ms")
-	if rounds > 0 && spread.len() != rounds*K {
-		r.note("%d wake-ups recorded for %d rounds of %d pollers", spread.len(), rounds, K)
+	if w.arrivals > 0 {
+		r.note("wake_* time %d of %d replies to their arrival at the poller's socket (the kernel's receive time, SO_TIMESTAMPNS); wake_read_* to when the bench's client, one process for every poller, came to read them", w.arrivals, w.spread.len())
+	} else {
+		r.note("wake_* and wake_read_* time replies to when the bench's client, one process for every poller, read them")
+	}
+	r.figure("wake_spread_p50", ms(w.spread.percentile(50)), "ms")
+	r.figure("wake_spread_p99", ms(w.spread.percentile(99)), "ms")
+	r.figure("wake_spread_max", ms(w.spread.max()), "ms")
+	if rounds > 0 && w.spread.len() != rounds*K {
+		r.note("%d wake-ups recorded for %d rounds of %d pollers", w.spread.len(), rounds, K)
 	}
 }
 
 type receipt struct {
-	cursor string
-	at     int64 // Unix nanoseconds
+	cursor  string
+	at      int64 // Unix nanoseconds: the reply's arrival at the socket, when known, else read
+	read    int64 // when the bench read the reply
+	arrived bool  // at is the kernel's receive time
 }
 
 type poller struct {
@@ -403,6 +422,8 @@ type poller struct {
 }
 
 type pollState struct {
+	ep      *pollEndpoint
+	cfg     PollersConfig
 	pollers []poller
 	connect chan struct{} // semaphore of connection attempts
 	waiting atomic.Int64  // requests written and not yet answered
@@ -411,73 +432,90 @@ type pollState struct {
 }
 
 // run is one poller: long-poll after the newest cursor, record each reply with an item,
-// poll again after it.
-func (st *pollState) run(ctx context.Context, c *client.Client, p *poller, after string, cfg PollersConfig) {
-	first := true
-	failures := 0
+// poll again after it. Its first request holds a place among cfg.Connect.
+func (st *pollState) run(ctx context.Context, p *poller, after string) {
+	first, failures := true, 0
+	var pc *pollConn
+	defer func() {
+		if pc != nil {
+			pc.close()
+		}
+	}()
 	for ctx.Err() == nil {
-		var written atomic.Bool
-		isFirst := first
-		releaseOnce := sync.OnceFunc(func() {
-			if isFirst {
-				<-st.connect
-			}
-		})
-		if isFirst {
+		if first {
 			select {
 			case st.connect <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
 		}
-		rctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) {
-				if written.CompareAndSwap(false, true) {
-					st.waiting.Add(1)
-					releaseOnce()
-				}
-			},
-		})
-		reply, err := c.Events(rctx, client.Request{After: after, MaxItems: 1, Wait: cfg.Wait, Query: cfg.Query})
-		at := time.Now().UnixNano()
-		if !written.CompareAndSwap(false, true) {
-			st.waiting.Add(-1) // counted as waiting; a trace that fires late counts nothing
+		var err error
+		if pc == nil {
+			pc, err = st.ep.dial(ctx)
 		}
-		releaseOnce()
-		first = false
+		if err == nil {
+			err = pc.send(after)
+		}
+		var newest string
+		keep := false
+		if err == nil {
+			st.waiting.Add(1)
+			if first {
+				<-st.connect
+				first = false
+			}
+			newest, keep, err = pc.receive()
+			st.waiting.Add(-1)
+		} else if first {
+			<-st.connect
+		}
+		read := time.Now().UnixNano()
+		at := pc.arrived()
+		if !keep && pc != nil {
+			pc.close()
+			pc = nil
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			var re *client.RPCError
-			if errors.As(err, &re) && re.Code == -32000 {
-				st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, cfg.Pollers))
-				return
-			}
-			st.errors.Add(1)
-			failures++
-			if failures > 5 {
-				st.fail(fmt.Errorf("a poller failed %d times in a row: %w", failures, err))
-				return
-			}
-			if retry.Sleep(ctx, time.Duration(failures)*100*time.Millisecond) != nil {
+			if ctx.Err() != nil || !st.failed(ctx, err, &failures) {
 				return
 			}
 			continue
 		}
 		failures = 0
-		if len(reply.Items) == 0 {
-			continue // the wait ended: poll again
+		if newest != "" { // else the wait ended: poll again
+			after = newest
+			st.record(p, newest, at, read)
 		}
-		newest := reply.Items[0].Cursor
-		if reply.Ascending() {
-			newest = reply.Items[len(reply.Items)-1].Cursor
-		}
-		after = strings.Clone(newest)
-		if n := int(p.n.Load()); n < len(p.got) {
-			p.got[n] = receipt{cursor: after, at: at}
-			p.n.Store(int32(n + 1))
-		}
+	}
+}
+
+// failed counts a failed request of a poller; false when the poller is to stop: the node
+// refused it, or it failed too often in a row. It waits before the poller tries again.
+func (st *pollState) failed(ctx context.Context, err error, failures *int) bool {
+	var re *errRefused
+	if errors.As(err, &re) {
+		st.fail(fmt.Errorf("the node refused a poller: %v; start it with --max-waiters above %d", err, st.cfg.Pollers))
+		return false
+	}
+	st.errors.Add(1)
+	*failures++
+	if *failures > 5 {
+		st.fail(fmt.Errorf("a poller failed %d times in a row: %w", *failures, err))
+		return false
+	}
+	return retry.Sleep(ctx, time.Duration(*failures)*100*time.Millisecond) == nil
+}
+
+// record keeps a reply with an item: when it arrived at the socket (at, Unix nanoseconds;
+// 0 when not known) and when the bench read it.
+func (st *pollState) record(p *poller, cursor string, at, read int64) {
+	arrived := at > 0 && at <= read
+	if !arrived {
+		at = read
+	}
+	if n := int(p.n.Load()); n < len(p.got) {
+		p.got[n] = receipt{cursor: cursor, at: at, read: read, arrived: arrived}
+		p.n.Store(int32(n + 1))
 	}
 }
 

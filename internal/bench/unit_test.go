@@ -220,3 +220,26 @@ func TestLimitErrorSaysWhatToDo(t *testing.T) {
 		t.Errorf("%q does not say how to raise the limit", msg)
 	}
 }
+
+func TestFirstCursor(t *testing.T) {
+	const c = "0000000000000001-0000000000000002"
+	for _, tc := range []struct {
+		body string
+		cur  string
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":12,"result":{"items":[{"cursor":"` + c + `","event":"t","data":{"cursor":"x"}}],"more":false,"oldest":"` + c + `","newest":"` + c + `"}}` + "\n", c, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"items":[],"more":false,"oldest":"","newest":""}}`, "", true},
+		// Ascending: the newest item is the last, read by the full parse.
+		{`{"jsonrpc":"2.0","id":1,"result":{"items":[{"cursor":"` + c + `","event":"t","data":{}}],"more":false,"oldest":"` + c + `","newest":"` + c + `","order":"asc"}}`, "", false},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Server busy"}}`, "", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"items":[{"cursor":"17d9-0001","event":"t","data":{}}]}}`, "", false}, // another node's cursors
+		{`{"id":1,"jsonrpc":"2.0","result":{"items":[]}}`, "", false},
+		{``, "", false},
+	} {
+		cur, ok := firstCursor([]byte(tc.body))
+		if cur != tc.cur || ok != tc.ok {
+			t.Errorf("firstCursor(%s) = %q, %v; want %q, %v", tc.body, cur, ok, tc.cur, tc.ok)
+		}
+	}
+}

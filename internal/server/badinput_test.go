@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/inprocess"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/internal/testwait"
 )
 
 // unchanged fails the test if the log gained events since the snapshot was taken.
@@ -275,4 +279,67 @@ func TestSlowHeaders(t *testing.T) {
 			t.Fatalf("writing to the closed connection: %v", err)
 		}
 	})
+}
+
+// TestSlowHeadersParked is TestSlowHeaders with long-polls parked, on real sockets (the
+// parker watches them with epoll): it hands a request that comes in pieces to net/http, which
+// cuts the slow client off at its header timeout while another client is served. How soon is
+// the fake-clock test's to check; this one checks that it happens, within the test's deadline.
+func TestSlowHeadersParked(t *testing.T) {
+	t.Parallel()
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	srv := server.New(server.Config{Store: l})
+	hs := srv.HTTPServer("127.0.0.1:0", 200*time.Millisecond)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = srv.Attach(hs, ln)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Shutdown()
+		_ = hs.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	addr := ln.Addr().String()
+
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := io.WriteString(slow, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ok"`) {
+		t.Fatalf("a normal request beside the slow one: HTTP %d %s", resp.StatusCode, b)
+	}
+	// The slow client is disconnected: its read ends (EOF or reset) before the test's deadline.
+	if d, ok := testwait.Deadline(t); ok {
+		_ = slow.SetReadDeadline(d)
+	}
+	got, err := io.ReadAll(slow)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server kept the slow connection open")
+	}
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("reading the slow connection: %v", err)
+	}
+	if strings.HasPrefix(string(got), "HTTP/1.1 200") {
+		t.Fatalf("the incomplete request was answered: %q", got)
+	}
 }

@@ -3,7 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
+	"time"
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
 )
@@ -39,7 +39,7 @@ func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
 			return nil, nil, false
 		}
 		var k int
-		switch key {
+		switch string(key) {
 		case "jsonrpc":
 			k = 0
 			ok = d.word("2.0")
@@ -108,12 +108,12 @@ func (d *fastDecoder) str() ([]byte, bool) {
 }
 
 // key consumes a member name and its colon.
-func (d *fastDecoder) key() (string, bool) {
+func (d *fastDecoder) key() ([]byte, bool) {
 	s, ok := d.str()
 	if !ok || !d.open(':') {
-		return "", false
+		return nil, false
 	}
-	return string(s), true
+	return s, true
 }
 
 // word consumes a string that must be w.
@@ -178,19 +178,17 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 			return false
 		}
 		var k int
-		switch key {
+		switch string(key) {
 		case "maxItems":
 			k = 0
 			var n []byte
 			if n, ok = d.integer(); ok {
-				i, err := strconv.ParseInt(string(n), 10, 64)
-				ok = err == nil
-				p.MaxItems = clampInt(i)
+				p.MaxItems = clampInt(digits(n))
 			}
 		case "after", "before":
 			k = 1
 			dst := &p.After
-			if key == "before" {
+			if string(key) == "before" {
 				k, dst = 2, &p.Before
 			}
 			var s []byte
@@ -201,9 +199,14 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 			k = 3
 			var n []byte
 			if n, ok = d.integer(); ok {
-				var err error
-				p.Wait, err = parseWait(string(n))
-				ok = err == nil
+				if len(n) <= 15 {
+					// Exact in a float64, as parseWait reads it.
+					p.Wait = max(time.Duration(digits(n)), 0)
+				} else {
+					var err error
+					p.Wait, err = parseWait(string(n))
+					ok = err == nil
+				}
 			}
 		case "order":
 			k = 4
@@ -221,4 +224,20 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 		}
 		seen[k] = true
 	}
+}
+
+// digits reads a whole number that integer consumed (at most 18 digits: it fits).
+func digits(n []byte) int64 {
+	neg := n[0] == '-'
+	if neg {
+		n = n[1:]
+	}
+	var v int64
+	for _, c := range n {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		return -v
+	}
+	return v
 }

@@ -38,12 +38,14 @@ func newHeldNode(t *testing.T, cfg server.Config) *heldNode {
 	cfg.Store = l
 	srv := server.New(cfg)
 	h := &heldNode{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Held") != "" {
 			h.held.Add(1)
 		}
 		srv.ServeHTTP(w, r)
 	}))
+	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Shutdown)
 	h.node = &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}

@@ -89,10 +89,29 @@ func waitForWaiters(t *testing.T, n *node, want int64) {
 
 // A waiting long-poll is answered by an append. It waits an hour unless woken, and a wait
 // that runs out answers without items: the new event in its reply shows the append woke it.
+// nodeKinds are the two ways a node serves long-polls: parked out of net/http (where
+// connections can be watched), or each in the goroutine of its request.
+var nodeKinds = []struct {
+	name string
+	new  func(t *testing.T, cfg server.Config) *node
+}{
+	{"parked", func(t *testing.T, cfg server.Config) *node { return newNode(t, cfg, eventlog.Options{}) }},
+	{"goroutine", newUnparkedNode},
+}
+
 func TestLongPollWokenByAppend(t *testing.T) {
 	t.Parallel()
+	for _, kind := range nodeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testLongPollWokenByAppend(t, func() *node { return kind.new(t, server.Config{MaxWait: time.Hour}) })
+		})
+	}
+}
+
+func testLongPollWokenByAppend(t *testing.T, newNode func() *node) {
 	for _, viaGET := range []bool{false, true} {
-		n := newNode(t, server.Config{MaxWait: time.Hour}, eventlog.Options{})
+		n := newNode()
 		head := n.ingest(ceJSON("/lp", "0", "lp.t", 0)).Cursor
 		var ch <-chan polled
 		if viaGET {
@@ -199,7 +218,15 @@ func TestLongPollIgnoresNonMatchingAppends(t *testing.T) {
 // can answer them within the test.
 func TestShutdownWakesLongPolls(t *testing.T) {
 	t.Parallel()
-	n := newNode(t, server.Config{MaxWait: time.Hour}, eventlog.Options{})
+	for _, kind := range nodeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testShutdownWakesLongPolls(t, kind.new(t, server.Config{MaxWait: time.Hour}))
+		})
+	}
+}
+
+func testShutdownWakesLongPolls(t *testing.T, n *node) {
 	head := n.ingest(ceJSON("/lp", "0", "lp.t", 0)).Cursor
 	chs := []<-chan polled{
 		pollAsync(t.Context(), n, pollBody(`{"after":"`+head+`","waitTime":"1h"}`)),
@@ -285,7 +312,15 @@ func TestWaitCappedAtMaxWait(t *testing.T) {
 // TestLongPollLimits covers MaxWaiters and a client that goes away while waiting.
 func TestLongPollLimits(t *testing.T) {
 	t.Parallel()
-	n := newNode(t, server.Config{MaxWaiters: 1, MaxWait: time.Hour}, eventlog.Options{})
+	for _, kind := range nodeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testLongPollLimits(t, kind.new(t, server.Config{MaxWaiters: 1, MaxWait: time.Hour}))
+		})
+	}
+}
+
+func testLongPollLimits(t *testing.T, n *node) {
 	head := n.ingest(ceJSON("/lim", "0", "lim.t", 0)).Cursor
 	ctx, cancel := context.WithCancel(t.Context())
 	first := pollAsync(ctx, n, pollBody(`{"after":"`+head+`","waitTime":"1h"}`))

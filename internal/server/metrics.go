@@ -48,7 +48,23 @@ func (m *metrics) handler() http.HandlerFunc {
 
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code   int
+	start  time.Time
+	parked bool // the request's connection was parked: the parker counts it when it answers
+}
+
+// statusWriterOf finds the statusWriter under w.
+func statusWriterOf(w http.ResponseWriter) *statusWriter {
+	for {
+		switch rw := w.(type) {
+		case *statusWriter:
+			return rw
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = rw.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -71,8 +87,11 @@ func (m *metrics) instrument(name string, h http.Handler) http.Handler {
 	lat := m.latency.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, start: start}
 		h.ServeHTTP(sw, r)
+		if sw.parked {
+			return
+		}
 		lat.Observe(time.Since(start).Seconds())
 		code := sw.code
 		if code == 0 {
@@ -108,6 +127,7 @@ var logDescs = []struct {
 		return 0
 	}},
 	{"evtctl_http_request_body_bytes", "Bytes of request bodies held, being received or handled.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.bodies.Load()) }},
+	{"evtctl_parked_connections", "Connections held out of net/http: long-polls waiting, and connections between requests.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.Parked()) }},
 }
 
 // descs are built once, in logDescs' order.

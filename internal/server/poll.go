@@ -12,13 +12,14 @@ import (
 	"github.com/evtctl/evtctl/pkg/filter"
 )
 
-// A node may hold tens of thousands of long-polls, each parked in the goroutine that serves
-// its connection. Two things keep them cheap:
+// A node may hold tens of thousands of long-polls. Three things keep them cheap:
 //
 //   - The state of a call lives in a small heap object (poll), and the functions that decode,
-//     read and encode return before the goroutine blocks. The goroutine then waits with a
-//     shallow stack, which the runtime can shrink to its smallest useful size, rather than
-//     with the frames of a whole request on it.
+//     read and encode return before anything waits.
+//   - A call that must wait is parked (park.go): its connection leaves net/http, and nothing
+//     but the poll, the connection and a few links stays. Where it cannot be (TLS, a batch,
+//     elsewhere than Linux), the goroutine of its request waits with a shallow stack, which
+//     the runtime can shrink to its smallest useful size.
 //   - Waiters woken by the same append that ask the same question (cursor, filter, size,
 //     order) share one read of the log and one encoded page (sharedPage).
 
@@ -28,6 +29,7 @@ type result struct {
 	b      []byte
 	pooled bool
 	items  int
+	parked bool // no result yet: the call was parked, and the parker answers it
 }
 
 // release hands a pooled page back once the reply holding it has been written.
@@ -50,8 +52,8 @@ type poll struct {
 
 	changed <-chan struct{} // taken before the last read: closes at the next append
 	last    pageEnd         // what the last read found, which was no items
-	timer   *time.Timer
-	waiting bool // counted in Server.waiters
+	timer   *time.Timer     // of a call waiting in its request's goroutine
+	waiting bool            // counted in Server.waiters
 }
 
 // newPoll checks the parameters and settles what the call asks.
@@ -125,16 +127,52 @@ func (s *Server) eventsWithin(ctx context.Context, p *eventsParams, b callBudget
 		return result{}, rerr
 	}
 	defer s.endPoll(pl)
+	return s.wait(ctx, pl, false)
+}
+
+// eventsOrPark runs the method for a request of one call, as events does, unless the call
+// must wait: then it returns the call, counted among the waiters, for the caller to park
+// (parkRequest) or to wait for (waitFor).
+func (s *Server) eventsOrPark(ctx context.Context, p *eventsParams) (result, *rpcError, *poll) {
+	pl, rerr := s.newPoll(ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
+	if rerr != nil {
+		return result{}, rerr, nil
+	}
+	res, rerr, done := s.pollOnce(ctx, pl, false)
+	if !done {
+		if rerr = s.countWaiter(pl); rerr == nil {
+			return result{}, nil, pl
+		}
+	}
+	s.endPoll(pl)
+	return res, rerr, nil
+}
+
+// waitFor waits for a call eventsOrPark returned, in the caller's goroutine.
+func (s *Server) waitFor(ctx context.Context, pl *poll) (result, *rpcError) {
+	defer s.endPoll(pl)
+	return s.wait(ctx, pl, true)
+}
+
+// wait reads for the call until it has an answer, waiting between reads for the head to
+// move; asked is whether the call has read once and found nothing already.
+func (s *Server) wait(ctx context.Context, pl *poll, asked bool) (result, *rpcError) {
 	woken := false
 	for {
-		res, rerr, done := s.pollOnce(ctx, pl, woken)
-		if done {
-			return res, rerr
+		if !asked {
+			res, rerr, done := s.pollOnce(ctx, pl, woken)
+			if done {
+				return res, rerr
+			}
 		}
-		if pl.timer == nil {
-			if rerr := s.startWaiting(pl); rerr != nil {
+		asked = false
+		if !pl.waiting {
+			if rerr := s.countWaiter(pl); rerr != nil {
 				return result{}, rerr
 			}
+		}
+		if pl.timer == nil {
+			pl.timer = time.NewTimer(pl.wait)
 		}
 		switch pl.await(ctx.Done(), s.quit) {
 		case woke:
@@ -142,29 +180,35 @@ func (s *Server) eventsWithin(ctx context.Context, p *eventsParams, b callBudget
 		case cancelled:
 			return result{}, newRPCError(codeInternal, "request cancelled")
 		default: // the wait ran out, or the node is shutting down: answer with what there is
-			pw := newPageWriter(getPageBuf(replyTrailer+16), pl.limit, true)
-			return result{b: pw.finish(pl.last), pooled: true}, nil
+			return s.emptyPage(pl), nil
 		}
 	}
 }
 
-// startWaiting counts the call among the waiters, unless there are too many, and starts its
-// timer.
-func (s *Server) startWaiting(pl *poll) *rpcError {
+// emptyPage is the answer of a call whose wait ended with nothing: what its last read found.
+func (s *Server) emptyPage(pl *poll) result {
+	pw := newPageWriter(getPageBuf(replyTrailer+16), pl.limit, true)
+	return result{b: pw.finish(pl.last), pooled: true}
+}
+
+// countWaiter counts the call among the waiters, unless there are too many.
+func (s *Server) countWaiter(pl *poll) *rpcError {
 	if n := s.waiters.Add(1); n > int64(s.cfg.MaxWaiters) {
 		s.waiters.Add(-1)
 		return newRPCError(codeBusy, fmt.Sprintf("more than %d readers are waiting; retry shortly", s.cfg.MaxWaiters))
 	}
 	pl.waiting = true
-	pl.timer = time.NewTimer(pl.wait)
 	return nil
 }
 
+// endPoll ends a call: it is no longer counted among the waiters.
 func (s *Server) endPoll(pl *poll) {
 	if pl.timer != nil {
 		pl.timer.Stop()
+		pl.timer = nil
 	}
 	if pl.waiting {
+		pl.waiting = false
 		s.waiters.Add(-1)
 	}
 }

@@ -80,6 +80,10 @@ type Server struct {
 	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
 	limits      cevent.Limits
 	shared      shareCache // reads shared by long-polls asking the same
+
+	readToken *[sha256.Size]byte // the digest of Config.ReadToken; nil when it is ""
+	parkOnce  sync.Once
+	park      atomic.Pointer[parker] // started by Attach; nil where connections cannot be watched
 }
 
 // New returns a Server for cfg.
@@ -144,6 +148,10 @@ func New(cfg Config) *Server {
 		reads:  make(chan struct{}, cfg.MaxReads),
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
+	if cfg.ReadToken != "" {
+		d := sha256.Sum256([]byte(cfg.ReadToken))
+		s.readToken = &d
+	}
 	s.metrics = newMetrics(s)
 	s.route("POST /{$}", "rpc", advertiseStream(s.read(s.handleRPC)))
 	s.route("GET /events", "events_get", advertiseStream(s.read(s.handleGetEvents)))
@@ -165,11 +173,44 @@ func (s *Server) route(pattern, name string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Shutdown wakes every waiting long-poll, which answers at once with what it has. Call it
-// before http.Server.Shutdown so that waiting readers do not hold shutdown up.
-func (s *Server) Shutdown() { s.quitOnce.Do(func() { close(s.quit) }) }
+// before http.Server.Shutdown so that waiting readers do not hold shutdown up. It returns
+// once the replies of parked long-polls are written (or after a few seconds, when a client
+// does not read its reply), and the connections the parker held between requests closed.
+func (s *Server) Shutdown() {
+	s.quitOnce.Do(func() {
+		close(s.quit)
+		s.parkOnce.Do(func() {}) // none is started from now on
+		if p := s.park.Load(); p != nil {
+			p.shutdown()
+		}
+	})
+}
+
+// parker returns the Server's parker, started at the first call; nil where connections
+// cannot be watched, or once the Server has shut down.
+func (s *Server) parker() *parker {
+	s.parkOnce.Do(func() {
+		if p := newParker(s); p != nil {
+			s.park.Store(p)
+		}
+	})
+	return s.park.Load()
+}
 
 // Waiters is the number of long-polls waiting now.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// Parked is the number of connections the parker holds out of net/http: those of waiting
+// long-polls, and those between requests.
+func (s *Server) Parked() int {
+	p := s.park.Load()
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owned
+}
 
 // --- auth -------------------------------------------------------------------------------
 
@@ -398,10 +439,33 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	var res result
 	if rerr == nil {
 		// The page is bounded; the envelope and the id, which echoes the request, come on top.
-		res, rerr = s.events(r.Context(), p)
+		res, rerr = s.eventsParked(w, r, p, call{id: id})
+		if res.parked {
+			return
+		}
 	}
 	s.writeCall(w, id, res, rerr)
 	res.release()
+}
+
+// eventsParked runs the method for a request of one call, and parks the call when it must
+// wait and its connection can be parked; then the result says parked, and the parker
+// answers.
+func (s *Server) eventsParked(w http.ResponseWriter, r *http.Request, p *eventsParams, c call) (result, *rpcError) {
+	via := s.parkVia(r)
+	if via == nil {
+		return s.events(r.Context(), p)
+	}
+	res, rerr, pl := s.eventsOrPark(r.Context(), p)
+	if pl == nil {
+		return res, rerr
+	}
+	c.pl, c.get, c.close, c.start = pl, r.Method == http.MethodGet, r.Close, time.Now()
+	c.due = c.start.Add(pl.wait)
+	if s.parkRequest(w, r, via, c) {
+		return result{parked: true}, nil
+	}
+	return s.waitFor(r.Context(), pl)
 }
 
 // envelopeSize is room for the JSON-RPC envelope of a reply with this id.
@@ -623,10 +687,17 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 	p, err := paramsFromQuery(values)
 	var res result
 	var rerr *rpcError
-	if err != nil {
+	switch {
+	case err != nil:
 		rerr = newRPCError(codeInvalidParams, err.Error())
-	} else {
+	case r.Method != http.MethodGet || r.ContentLength != 0 || r.TransferEncoding != nil:
+		// Not parked: the reply to a HEAD has no body, and a body nothing reads stays on
+		// the connection.
 		res, rerr = s.events(r.Context(), &p)
+	default:
+		if res, rerr = s.eventsParked(w, r, &p, call{}); res.parked {
+			return
+		}
 	}
 	writeGet(w, res, rerr)
 	res.release()

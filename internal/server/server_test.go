@@ -28,8 +28,9 @@ import (
 
 // --- test harness ---------------------------------------------------------------------------
 
-// node is a Server over an event log, served by an httptest server on loopback, or, for a
-// test on a fake clock, by its client alone (newFakeClockNode).
+// node is a Server over an event log, served by an httptest server on loopback with
+// long-polls parked (Server.Attach), or, for a test on a fake clock, by its client alone
+// (newFakeClockNode).
 type node struct {
 	t   testing.TB
 	srv *server.Server
@@ -76,7 +77,9 @@ func openLog(t testing.TB, opts eventlog.Options) *eventlog.Log {
 // serveNode serves a Server for cfg, whose store is l or wraps it.
 func serveNode(t testing.TB, cfg server.Config, l *eventlog.Log) *node {
 	srv := server.New(cfg)
-	ts := httptest.NewServer(srv)
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Shutdown) // runs first: waiting long-polls must not hold ts.Close up
 	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}

@@ -50,8 +50,17 @@ func pollRequest(id int, after string) []byte {
 // BenchmarkWakeWaiters parks many long-polls (one connection each, all after the same cursor,
 // as idle pollers are), appends one event and times until every poller has its reply. It
 // reports the node's memory per waiting poller: goroutine stacks (as they are, without a
-// forced collection), live heap (after one), and goroutines.
+// forced collection), live heap (after one; the pollers' connections, about 300 bytes each,
+// included), and goroutines; and per wake the time and the CPU of the process, the pollers'
+// reading of their replies included (cpu-ns/wake). "parked" serves
+// as evtctl serve does (Server.Attach), "goroutine" as net/http alone does, each long-poll
+// waiting in the goroutine of its request.
 func BenchmarkWakeWaiters(b *testing.B) {
+	b.Run("parked", func(b *testing.B) { benchmarkWakeWaiters(b, true) })
+	b.Run("goroutine", func(b *testing.B) { benchmarkWakeWaiters(b, false) })
+}
+
+func benchmarkWakeWaiters(b *testing.B, parked bool) {
 	waiters := benchWaiters(b)
 	l, err := eventlog.Open(eventlog.Options{})
 	if err != nil {
@@ -59,11 +68,14 @@ func BenchmarkWakeWaiters(b *testing.B) {
 	}
 	defer l.Close()
 	srv := server.New(server.Config{Store: l, MaxItems: 1000, MaxWaiters: waiters + 1000})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	var ln net.Listener
+	if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		b.Fatal(err)
 	}
 	hs := srv.HTTPServer("", 0)
+	if parked {
+		ln = srv.Attach(hs, ln)
+	}
 	go func() { _ = hs.Serve(ln) }()
 	defer func() {
 		srv.Shutdown()
@@ -103,7 +115,7 @@ func BenchmarkWakeWaiters(b *testing.B) {
 		if err != nil {
 			b.Fatalf("connection %d: %v", i, err)
 		}
-		conns[i] = waitConn{c: c, br: bufio.NewReaderSize(c, 1024)}
+		conns[i] = waitConn{c: c} // its reader comes with its first reply, after the memory is measured
 	}
 	park := func() {
 		for i, c := range conns {
@@ -130,6 +142,9 @@ func BenchmarkWakeWaiters(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := w; i < len(conns); i += workers {
+					if conns[i].br == nil {
+						conns[i].br = bufio.NewReaderSize(conns[i].c, 1024)
+					}
 					resp, err := http.ReadResponse(conns[i].br, nil)
 					if err == nil {
 						var body []byte
@@ -157,6 +172,7 @@ func BenchmarkWakeWaiters(b *testing.B) {
 		}
 	}
 
+	var cpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -173,9 +189,12 @@ func BenchmarkWakeWaiters(b *testing.B) {
 			b.ReportMetric(float64(g1-g0)/float64(waiters), "goroutines/waiter")
 		}
 		b.StartTimer()
+		c0 := cpuTime(b)
 		after = appendOne(i)
 		readAll(after)
+		cpu += cpuTime(b) - c0
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(waiters), "ns/wake")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(waiters), "cpu-ns/wake")
 }

@@ -1,0 +1,11 @@
+// Package rawpoll watches many connections' descriptors without a goroutine each: an epoll
+// instance of its own (edge-triggered, for input and hang-up), itself waited on through Go's
+// poller, and raw system calls to read and write non-blocking descriptors. Linux only:
+// elsewhere New returns errors.ErrUnsupported.
+package rawpoll
+
+// Event is what happened on a descriptor added with key.
+type Event struct {
+	Key     uint64
+	In, Hup bool // input (or its end) to read; the peer has closed or the connection failed
+}

@@ -1,0 +1,20 @@
+//go:build unix
+
+package server_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is the CPU time the process has used so far, user and system (for benchmarks: the
+// node's, when it runs in the benchmark's process). No test asserts on it.
+func cpuTime(t testing.TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
