@@ -320,17 +320,9 @@ func TestParkedRepliesAsNetHTTP(t *testing.T) {
 // newUnparkedNode is a node whose long-polls wait in net/http's goroutines.
 func newUnparkedNode(t *testing.T, cfg server.Config) *node {
 	t.Helper()
-	l, err := eventlog.Open(eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
+	l := openLog(t, eventlog.Options{})
 	cfg.Store = l
-	srv := server.New(cfg)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
-	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
+	return serveNodeWith(t, cfg, l, false, nil)
 }
 
 // Over TLS long-polls wait in goroutines, as before: the parker hands a listener's TLS
@@ -414,20 +406,9 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 // newNodeWith is newNode whose HTTP server is set up by setup before it is attached.
 func newNodeWith(t *testing.T, cfg server.Config, setup func(*http.Server)) *node {
 	t.Helper()
-	l, err := eventlog.Open(eventlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
+	l := openLog(t, eventlog.Options{})
 	cfg.Store = l
-	srv := server.New(cfg)
-	ts := httptest.NewUnstartedServer(srv)
-	setup(ts.Config)
-	ts.Listener = srv.Attach(ts.Config, ts.Listener)
-	ts.Start()
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
-	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
+	return serveNodeWith(t, cfg, l, true, setup)
 }
 
 // The parker holds connections between requests within the HTTP server's timeouts: a

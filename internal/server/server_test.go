@@ -74,11 +74,22 @@ func openLog(t testing.TB, opts eventlog.Options) *eventlog.Log {
 	return l
 }
 
-// serveNode serves a Server for cfg, whose store is l or wraps it.
+// serveNode serves a Server for cfg, whose store is l or wraps it, with long-polls parked.
 func serveNode(t testing.TB, cfg server.Config, l *eventlog.Log) *node {
+	return serveNodeWith(t, cfg, l, true, nil)
+}
+
+// serveNodeWith is serveNode with long-polls parked or waiting in net/http's goroutines, and
+// the HTTP server set up by setup, when given, before it starts.
+func serveNodeWith(t testing.TB, cfg server.Config, l *eventlog.Log, parked bool, setup func(*http.Server)) *node {
 	srv := server.New(cfg)
 	ts := httptest.NewUnstartedServer(srv)
-	ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	if setup != nil {
+		setup(ts.Config)
+	}
+	if parked {
+		ts.Listener = srv.Attach(ts.Config, ts.Listener)
+	}
 	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Shutdown) // runs first: waiting long-polls must not hold ts.Close up
