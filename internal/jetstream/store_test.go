@@ -388,7 +388,9 @@ func TestSuiteCluster(t *testing.T) {
 		t.Skip("starts a JetStream cluster")
 	}
 	url := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3}).URL()
-	runSuite(t, url, 3, true)
+	// Each read path is held to the suite on one server (TestSuite); here the node chooses as
+	// it does in use, so that the suite runs once against replication and leaders.
+	storetest.Run(t, backend(url, 3, true))
 	// A replicated stream takes batches atomically unless told otherwise.
 	s := openOpts(t, jetstream.Options{URL: url, Stream: "AUTO3", Replicas: 3}, storetest.Config{})
 	defer s.Close()
