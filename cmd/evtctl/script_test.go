@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.parallel"); f != nil {
 		_ = f.Value.Set("8")
 	}
+	// The evtctl processes the tests start inherit this (scripts through scriptEnv): in a
+	// race-detector build each would otherwise sleep a second before it exits (GORACE's
+	// atexit_sleep_ms), over the hundreds of commands the scripts run most of their time.
+	// A race is still reported, and fails the command (exit status 66).
+	if os.Getenv("GORACE") == "" {
+		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	testscript.Main(m, map[string]func(){
 		"evtctl": func() { os.Exit(run(os.Args[1:])) },
 	})
@@ -55,15 +62,21 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"now":      cmdNow,
 }
 
+// scriptEnv is what every script's environment holds beyond testscript's own.
+func scriptEnv(env *testscript.Env) {
+	env.Setenv("NO_COLOR", "1")
+	env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+	env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
+	env.Setenv("GORACE", os.Getenv("GORACE"))
+}
+
 func TestScripts(t *testing.T) {
 	t.Parallel() // beside the other long end-to-end tests
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
-			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
+			scriptEnv(env)
 			return nil
 		},
 		Cmds: scriptCmds,

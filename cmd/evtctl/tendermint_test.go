@@ -40,9 +40,7 @@ func TestTendermintScripts(t *testing.T) {
 		Dir:                 "../../testdata/tendermint",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
-			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
+			scriptEnv(env)
 			env.Setenv("TM_NODE_SCRIPT", script)
 			if t, ok := env.T().(testing.TB); ok {
 				if d, ok := testwait.Deadline(t); ok {
