@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/internal/leaktest"
-
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/leaktest"
 )
 
 func init() {

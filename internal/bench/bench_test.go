@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/internal/leaktest"
-
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/leaktest"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
