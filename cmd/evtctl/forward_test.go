@@ -86,19 +86,21 @@ type recvLine struct {
 // It answers each event (by ce-id, or the id of a structured event) from its script: lines
 // "ID STEP..." where a step is STATUS[,ra=RETRY_AFTER][,sleep=D] or hang, and the last step
 // repeats; ID * applies to events the script does not name; the default is 204. A path
-// /307/REST or /308/REST redirects to /REST. It logs every request to FILE as JSON lines.
+// /307/REST or /308/REST redirects to /REST. It logs every request to FILE as JSON lines
+// once it answers it, and, with -arrivals, the id of every request to AFILE as it arrives
+// (what a hanging request shows before it ends).
 //
-//	receiver NAME [-script FILE] [-log FILE] [-secret S] [-fail-first-every N]
+//	receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N]
 //
 // -secret checks Standard Webhooks signatures (logged as ok or bad); -fail-first-every N
 // answers 500 to the first attempt of every Nth event it sees.
 func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: receiver NAME [-script FILE] [-log FILE] [-secret S] [-fail-first-every N]")
+		ts.Fatalf("usage: receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N]")
 	}
 	name := args[0]
 	script := map[string][]recvStep{}
-	logPath := ""
+	logPath, arrivalsPath := "", ""
 	var key []byte
 	failEvery := 0
 	for i := 1; i < len(args); i += 2 {
@@ -119,6 +121,8 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		case "-log":
 			logPath = ts.MkAbs(v)
+		case "-arrivals":
+			arrivalsPath = ts.MkAbs(v)
 		case "-secret":
 			var err error
 			key, err = forward.ParseSecret(v)
@@ -131,10 +135,15 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("receiver: unknown flag %s", args[i])
 		}
 	}
-	var logf *os.File
+	var logf, arrivals *os.File
 	if logPath != "" {
 		var err error
 		logf, err = os.Create(logPath)
+		ts.Check(err)
+	}
+	if arrivalsPath != "" {
+		var err error
+		arrivals, err = os.Create(arrivalsPath)
 		ts.Check(err)
 	}
 	var mu sync.Mutex
@@ -160,6 +169,11 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			json.Unmarshal(body, &ev)
 			id = ev.ID
+		}
+		if arrivals != nil {
+			mu.Lock()
+			fmt.Fprintln(arrivals, id)
+			mu.Unlock()
 		}
 		line := recvLine{ID: id, Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization")}
 		if key != nil && r.Header.Get(forward.HeaderWebhookSignature) != "" {
