@@ -209,16 +209,10 @@ func writeAttr(b *bytes.Buffer, name, value string) {
 	b.Write(q)
 }
 
-// FillDefaults completes a CloudEvent read from a JSON line: specversion "1.0", an id (UUID1)
-// and a time (now) when they are missing (absent or null). Other members are kept as they
-// are.
-func FillDefaults(line []byte, now time.Time) ([]byte, error) {
-	ev, _, err := Complete(line, now)
-	return ev, err
-}
-
-// Complete is FillDefaults that also returns what Inspect finds in the completed event. A
-// complete line is returned as it is, not copied.
+// Complete completes a CloudEvent read from a JSON line — specversion "1.0", an id (UUID1)
+// and a time (now) when they are missing (absent or null); other members are kept as they
+// are — and returns what Inspect finds in the completed event. A complete line is returned
+// as it is, not copied.
 func Complete(line []byte, now time.Time) ([]byte, Line, error) {
 	l, err := Inspect(line)
 	if err != nil {

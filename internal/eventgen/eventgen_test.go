@@ -107,9 +107,13 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestFillDefaults(t *testing.T) {
+func TestCompleteFillsDefaults(t *testing.T) {
+	fillDefaults := func(line []byte, now time.Time) ([]byte, error) {
+		ev, _, err := Complete(line, now)
+		return ev, err
+	}
 	now := fixed()
-	out, err := FillDefaults([]byte(`{"source":"/s","type":"t","data":{"x":1}}`), now)
+	out, err := fillDefaults([]byte(`{"source":"/s","type":"t","data":{"x":1}}`), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +124,13 @@ func TestFillDefaults(t *testing.T) {
 		t.Errorf("defaults missing: %s", out)
 	}
 	full := []byte(`{"specversion":"1.0","id":"x","source":"/s","type":"t","time":"2026-01-01T00:00:00Z"}`)
-	if out, _ := FillDefaults(full, now); string(out) != string(full) {
+	if out, _ := fillDefaults(full, now); string(out) != string(full) {
 		t.Errorf("complete event changed: %s", out)
 	}
-	if out, err := FillDefaults([]byte(`{}`), now); err != nil || !gjson.ValidBytes(out) {
+	if out, err := fillDefaults([]byte(`{}`), now); err != nil || !gjson.ValidBytes(out) {
 		t.Errorf("empty object: %s %v", out, err)
 	}
-	if _, err := FillDefaults([]byte(`[1]`), now); err == nil {
+	if _, err := fillDefaults([]byte(`[1]`), now); err == nil {
 		t.Error("array accepted")
 	}
 }

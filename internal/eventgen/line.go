@@ -10,7 +10,7 @@ import (
 	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
-// The members of a line that FillDefaults fills in when they are missing (absent or null).
+// The members of a line that Complete fills in when they are missing (absent or null).
 const (
 	MissingSpecversion = 1 << iota
 	MissingID
@@ -24,7 +24,7 @@ type Line struct {
 	ID []byte
 	// IDAt is where ID starts in the line.
 	IDAt int
-	// Missing has a Missing* bit for each member FillDefaults would add.
+	// Missing has a Missing* bit for each member Complete would add.
 	Missing int
 }
 
