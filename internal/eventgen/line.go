@@ -46,7 +46,12 @@ func (l Line) IDString() string {
 const maxNesting = 10000
 
 // Inspect checks that line is one JSON object, whitespace around it aside, and finds its
-// id and which of specversion, id and time it lacks. It accepts exactly what json.Valid
+// id and which of specversion, id and time it lacks.
+//
+// It is not the node's decoder (cevent's scanner) on purpose: that one takes only complete,
+// valid CloudEvents and copies their attributes out, while a line given to emit may lack the
+// members Complete fills in, and its CloudEvents rules are the node's to apply (or lint's,
+// with --strict). Here only the JSON is checked, on the path of every event emit sends. It accepts exactly what json.Valid
 // accepts when the value is an object; like it, it does not check that strings are UTF-8.
 // Of a member given twice, the last counts, as when encoding/json decodes a map.
 func Inspect(line []byte) (Line, error) {
