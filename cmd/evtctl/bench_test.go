@@ -118,6 +118,7 @@ func runBenchCLI(t *testing.T, ctx context.Context, tty bool, args ...string) (i
 }
 
 func TestBenchUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -147,6 +148,7 @@ func TestBenchUsageErrors(t *testing.T) {
 // ingest and latency send events: against a Tendermint node (here its recorded reply) that
 // is a usage error, found before any load; an unreachable node is an error.
 func TestBenchSendersNeedEvtctlNode(t *testing.T) {
+	t.Parallel()
 	capture, err := os.ReadFile(filepath.Join("..", "..", "testdata", "tendermint-captures", "post_tx_page1.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +181,7 @@ func TestBenchSendersNeedEvtctlNode(t *testing.T) {
 // On a terminal the report is a table; the embedded node is durable by default and gone
 // afterwards, with nothing left running.
 func TestBenchIngestEmbeddedTable(t *testing.T) {
-	settled := leaktest.Check(t)
+	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
 	dir := t.TempDir()
 	code, out, stderr := runBenchCLI(t, context.Background(), true, "bench", "ingest", "--embedded", "--embedded-dir", dir, "--count", "300", "--producers", "2", "--batch-size", "50")
 	if code != 0 {
@@ -198,7 +200,7 @@ func TestBenchIngestEmbeddedTable(t *testing.T) {
 
 // Ctrl-C: the partial report is written, marked as such, and the status is 130.
 func TestBenchInterruptedReportsPartial(t *testing.T) {
-	settled := leaktest.Check(t)
+	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(300*time.Millisecond, cancel) // a trigger only: nothing depends on how much ran
@@ -214,7 +216,7 @@ func TestBenchInterruptedReportsPartial(t *testing.T) {
 
 // pollers --embedded runs its node as a process of its own and stops it afterwards.
 func TestBenchPollersChildNode(t *testing.T) {
-	settled := leaktest.Check(t)
+	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
 	code, out, stderr := runBenchCLI(t, context.Background(), false, "bench", "pollers", "--embedded", "--pollers", "30", "--rounds", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

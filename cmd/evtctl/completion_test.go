@@ -31,6 +31,7 @@ var completionFiles = map[string]string{
 // The scripts committed under completions/ are what `evtctl completion SHELL` prints now.
 // EVTCTL_UPDATE_COMPLETIONS=1 rewrites them.
 func TestCompletionsFresh(t *testing.T) {
+	t.Parallel()
 	for shell, name := range completionFiles {
 		code, got, stderr := runCLI(t, "completion", shell)
 		if code != 0 {
@@ -55,6 +56,7 @@ func TestCompletionsFresh(t *testing.T) {
 
 // The bash script loads into bash and registers a completion for evtctl.
 func TestBashCompletionLoads(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -72,6 +74,7 @@ func TestBashCompletionLoads(t *testing.T) {
 
 // Enum flags complete to their values; the command's own list wins where it has one.
 func TestCompleteChoices(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -123,6 +126,7 @@ func completionValues(out string) []string {
 
 // The generated manual pages cover every visible command.
 func TestGenMan(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if code, _, stderr := runCLI(t, "gen-man", dir); code != 0 {
 		t.Fatalf("gen-man: %s", stderr)
@@ -145,6 +149,7 @@ func TestGenMan(t *testing.T) {
 // its validation and its completion: the help lists every value, a value that is none of
 // them is a usage error naming them all, and any of them (case aside) is taken.
 func TestEnumFlags(t *testing.T) {
+	t.Parallel()
 	streams, _, _, _ := testStreams()
 	root := newRootCmd(streams)
 	seen := 0

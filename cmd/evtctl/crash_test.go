@@ -23,9 +23,15 @@ import (
 // process and returns its base URL.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with env added to the node's environment.
+func startServeEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
-	cmd.Env = append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1"), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -49,6 +55,7 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 // with SIGKILL mid-stream, restarts it, and checks that every event that got a 2xx is
 // there exactly once, in order, and that new cursors sort after old ones.
 func TestKill9KeepsAcknowledgedEvents(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and kills child processes")
 	}

@@ -175,6 +175,7 @@ var faults = []fault{
 // event, a tail is told of exactly the lost range, /healthz says degraded and names it,
 // /metrics counts it, new cursors come after every old one, and serve --verify reports it.
 func TestDamagedLogIsFenced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

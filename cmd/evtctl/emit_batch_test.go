@@ -135,6 +135,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // append and the reply) is sent again; the node answers the repeat from its (source, id)
 // window, so that every event is stored once, in the file's order.
 func TestEmitRetriedBatchIsNotDuplicated(t *testing.T) {
+	t.Parallel()
 	var ingests atomic.Int32
 	url, store := batchNode(t, eventlog.Options{}, func(node http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -206,6 +207,7 @@ func TestEmitRetriedBatchIsNotDuplicated(t *testing.T) {
 // Events a slow producer writes to stdin are delivered while it is still writing: a batch
 // does not wait to be full once the input pauses.
 func TestEmitSlowProducerIsNotHeldUp(t *testing.T) {
+	t.Parallel()
 	url, store := batchNode(t, eventlog.Options{}, nil)
 	pr, pw := io.Pipe()
 	streams, _, out, errOut := testStreams()
@@ -250,6 +252,7 @@ func TestEmitSlowProducerIsNotHeldUp(t *testing.T) {
 // The line of an accepted event is what json.Marshal makes of it, also where the id or the
 // cursor needs escaping.
 func TestAppendResultJSON(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"a-1", "", `q"uote`, `back\slash`, "<html>&", "é", "\u2028", "tab\t", "\x7f"} {
 		for _, r := range []deliver.Result{{Status: 200, Cursor: "18ea6461241d1dcb-0000000000000001"}, {Status: 202}, {Status: 200, Cursor: "c<1>", Duplicate: true}} {
 			text, _ := json.Marshal(id)
@@ -269,6 +272,7 @@ func TestAppendResultJSON(t *testing.T) {
 // Batches hold as many events as fit in the bytes allowed, at most the events allowed; an
 // event larger than the bytes allowed goes alone.
 func TestBatchSizing(t *testing.T) {
+	t.Parallel()
 	sz := batchSizing{events: 4, bytes: 1000}
 	var b outBatch
 	b.reset()

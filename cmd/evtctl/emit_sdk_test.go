@@ -19,6 +19,7 @@ import (
 // and structured mode, and checks every attribute arrives intact, including values that
 // need percent-encoding in ce- headers.
 func TestEmitToSDKReceiver(t *testing.T) {
+	t.Parallel()
 	const subject = `order "42" at 100% — ü`
 	for _, mode := range []string{"binary", "structured"} {
 		t.Run(mode, func(t *testing.T) {
@@ -89,6 +90,7 @@ func TestEmitToSDKReceiver(t *testing.T) {
 
 // emit honours --ca-file for an https receiver (the flag was once accepted and ignored).
 func TestEmitTrustsCAFile(t *testing.T) {
+	t.Parallel()
 	got := make(chan string, 1)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Get("Ce-Id")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, tc := range []struct {
@@ -39,6 +40,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestRunUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"serve", "--no-such-flag"},
 		{"serve", "--memory", "--data-dir", "x"},
@@ -53,6 +55,7 @@ func TestRunUsageErrorsExit2(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "64MiB": 64 << 20, "1GiB": 1 << 30, "1GB": 1e9, "512k": 512 << 10, "1.5KiB": 1536} {
 		got, err := parseSize(in)
 		if err != nil || got != want {
@@ -67,6 +70,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestSafeText(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain text":            "plain text",
 		"two\nlines\ttab":       "two\nlines\ttab",
@@ -82,6 +86,7 @@ func TestSafeText(t *testing.T) {
 }
 
 func TestTargetURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"localhost:7480/signal/order-42":    "http://localhost:7480/signal/order-42",
 		"https://hooks.example/in/?key=abc": "https://hooks.example/in/?key=abc",

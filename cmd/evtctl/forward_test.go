@@ -281,6 +281,7 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 // A Tendermint node's items are not CloudEvents: forward wraps each in one, so that the
 // receiver gets a valid event whose id (the cursor) is stable across retries and restarts.
 func TestForwardWrapsTendermintItems(t *testing.T) {
+	t.Parallel()
 	it := client.Item{Cursor: "18ea61a27c399e6c-00c6", Event: "Tx", Data: json.RawMessage(`{"type":"tendermint/event/Tx","value":{"height":202}}`)}
 	b := asCloudEvent("http://tm:26657", it)
 	ev, err := cevent.DecodeStructured(b, cevent.Limits{})
@@ -299,6 +300,7 @@ func TestForwardWrapsTendermintItems(t *testing.T) {
 // Mistakes on the command line are usage errors (exit status 2), caught before anything is
 // read or sent.
 func TestForwardUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

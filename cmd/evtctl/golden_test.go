@@ -180,6 +180,7 @@ func golden(t *testing.T, name, got string) {
 // and the same as it was: each line one item, with stored JSON that holds newlines and
 // spaces compacted onto it, and everything else exactly as the node stored it.
 func TestReplayGolden(t *testing.T) {
+	t.Parallel()
 	stream := fixtureNode(t, nil)
 	paged := fixtureNode(t, hideStream) // as a node from before the stream
 	cases := []struct {

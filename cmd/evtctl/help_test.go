@@ -66,6 +66,7 @@ func readVariables(t *testing.T) map[string]string {
 // Every variable the code reads is in evtctl help environment, and every EVTCTL_ variable
 // there is read by the code; the README names each EVTCTL_ variable too.
 func TestHelpEnvironmentCoversEveryVariable(t *testing.T) {
+	t.Parallel()
 	read := readVariables(t)
 	documented := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^  ([A-Za-z_][A-Za-z0-9_]*) `).FindAllStringSubmatch(environmentHelp, -1) {

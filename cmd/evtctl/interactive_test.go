@@ -22,6 +22,7 @@ import (
 
 // Without a terminal the UI does not start: a usage error says why.
 func TestInteractiveNeedsTerminal(t *testing.T) {
+	t.Parallel()
 	streams, _, out, errOut := testStreams()
 	c, err := client.New(client.Options{Node: "127.0.0.1:1"})
 	if err != nil {
@@ -44,6 +45,7 @@ func TestInteractiveNeedsTerminal(t *testing.T) {
 // node, and checks the screen as a user would see it: testdata/tmux/tail_interactive.sh
 // says what. The test binary stands in for evtctl. It is skipped where tmux is missing.
 func TestInteractiveTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	node, err := startEmbedded(embeddedOptions{})
 	if err != nil {
@@ -122,6 +124,7 @@ func needTmux(t *testing.T) {
 // joined when captured, so one that wrapped shows as too long), the status bar is the last
 // line alone, and each row's type cell shows the end of its type, where types differ.
 func TestInteractiveWidthsTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	node, err := startEmbedded(embeddedOptions{})
 	if err != nil {
@@ -192,6 +195,7 @@ func TestInteractiveWidthsTmux(t *testing.T) {
 // the commands to try from another terminal can be read while its terminal UI runs, and
 // work against the node it names.
 func TestDemoTmux(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	runTmuxScript(t, "demo.sh")
 }

@@ -124,6 +124,7 @@ func waitReaders(t *testing.T, node string, n int) {
 // `evtctl completion bash | true`: the reader is gone before the script is written; evtctl
 // ends quietly, with status 0.
 func TestCompletionToClosedPipe(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	code := exited(t, startChild(t, brokenPipe(t), &stderr, "completion", "bash"), "completion bash")
 	if code != 0 || stderr.Len() != 0 {
@@ -135,6 +136,7 @@ func TestCompletionToClosedPipe(t *testing.T) {
 // long-poll, with nothing to write, and tail ends with it rather than at an event that may
 // never come.
 func TestTailEndsWhenStdoutReaderGoes(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("a closed stdout is noticed while idle on Linux only; elsewhere at the next write")
 	}
@@ -156,6 +158,7 @@ func TestTailEndsWhenStdoutReaderGoes(t *testing.T) {
 // `evtctl tail 2>&1 | head -2` when the node goes away after it has answered: tail retries
 // and says so on stderr, whose reader is gone: it ends rather than retry for ever unheard.
 func TestTailEndsWhenStderrReaderGoes(t *testing.T) {
+	t.Parallel()
 	node, stop := testNode(t)
 	out, err := os.Create(os.DevNull)
 	if err != nil {

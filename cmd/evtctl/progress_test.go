@@ -7,6 +7,7 @@ import (
 
 // Counts on a terminal are worded for their number: "replayed 1 event", not "1 events".
 func TestProgressPlurals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		n, total int
 		want     []string

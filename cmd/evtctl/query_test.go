@@ -11,6 +11,7 @@ import (
 // A syntax error shows the query with a caret under the offending character; a long query
 // only around it, so that no line is longer than a terminal's.
 func TestExplainSyntax(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, query string
 		mark        string // the text the caret must be under

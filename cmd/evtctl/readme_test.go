@@ -41,6 +41,7 @@ func readmeSetup(t *testing.T) []string {
 // The README's first block is the whole set-up: the main job on the embedded default, and
 // the test suite exactly as CI runs it.
 func TestReadmeTestCommandIsCI(t *testing.T) {
+	t.Parallel()
 	cmds := readmeSetup(t)
 	if len(cmds) != 2 {
 		t.Fatalf("the README's set-up block has %d commands, want 2: %q", len(cmds), cmds)
@@ -63,6 +64,7 @@ func TestReadmeTestCommandIsCI(t *testing.T) {
 // The README's main job, run as a new user would on a clean home with --count 5, prints
 // five JSON lines of events.
 func TestReadmeQuickStart(t *testing.T) {
+	t.Parallel()
 	cmds := readmeSetup(t)
 	const prefix = "go run ./cmd/evtctl "
 	if !strings.HasPrefix(cmds[0], prefix) {
@@ -105,6 +107,7 @@ func TestReadmeQuickStart(t *testing.T) {
 // told off by the project's own linter. The examples are run against a receiver that keeps
 // what it is sent, with --count 2 and no rate, and the events it got are linted.
 func TestEmitExamplesPassLint(t *testing.T) {
+	t.Parallel()
 	var examples []string
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {

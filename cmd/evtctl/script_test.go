@@ -42,7 +42,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		_ = os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	testscript.Main(m, map[string]func(){
+	go cliBin() // built while the first tests run
+	testscript.Main(cliBinCleanup{m}, map[string]func(){
 		"evtctl": func() { os.Exit(run(os.Args[1:])) },
 	})
 }
@@ -62,12 +63,14 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"now":      cmdNow,
 }
 
-// scriptEnv is what every script's environment holds beyond testscript's own.
-func scriptEnv(env *testscript.Env) {
+// scriptEnv is what every script's environment holds beyond testscript's own, and points
+// its evtctl at the one built for the scripts (cli_bin_test.go).
+func scriptEnv(env *testscript.Env) error {
 	env.Setenv("NO_COLOR", "1")
 	env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 	env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/config")
 	env.Setenv("GORACE", os.Getenv("GORACE"))
+	return useCLIBin(env)
 }
 
 func TestScripts(t *testing.T) {
@@ -75,11 +78,8 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			scriptEnv(env)
-			return nil
-		},
-		Cmds: scriptCmds,
+		Setup:               scriptEnv,
+		Cmds:                scriptCmds,
 		Condition: func(cond string) (bool, error) {
 			if port, ok := strings.CutPrefix(cond, "free:"); ok {
 				return portFree(port), nil // [free:7480]: nothing listens on 127.0.0.1:7480
@@ -271,9 +271,12 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	want, err := strconv.Atoi(args[0])
 	ts.Check(err)
-	cmd := exec.Command(os.Args[0], args[1:]...)
+	bin, env := os.Args[0], []string{"EVTCTL_TEST_AS_MAIN=1"}
+	if b := ts.Getenv("EVTCTL_TEST_BIN"); b != "" {
+		bin, env = b, nil
+	}
+	cmd := exec.Command(bin, args[1:]...)
 	cmd.Dir = ts.MkAbs(".")
-	env := []string{"EVTCTL_TEST_AS_MAIN=1"}
 	for _, k := range []string{"EVTCTL_NODE", "EVTCTL_TOKEN", "EVTCTL_CONTEXT", "EVTCTL_INGEST_TOKEN", "EVTCTL_READ_TOKEN", "EVTCTL_CA_FILE", "EVTCTL_INSECURE", "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "NO_COLOR", "PATH", "TMPDIR"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}

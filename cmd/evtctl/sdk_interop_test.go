@@ -152,6 +152,7 @@ func canonical(v any) string {
 // node; `evtctl replay -o ce` reads every value back exactly. Binary mode carries
 // extensions as strings, structured mode keeps their JSON types.
 func TestSDKClientToNodeReplay(t *testing.T) {
+	t.Parallel()
 	node := startInteropNode(t)
 	sendWithSDK(t, node, false, sdkInteropEvents(t, "bin"))
 	sendWithSDK(t, node, true, sdkInteropEvents(t, "str"))
@@ -334,6 +335,7 @@ func checkReceived(t *testing.T, what string, stored map[string]map[string]any, 
 // --header-encoding raw, and in structured mode. With the default percent-encoding, the
 // receiver sees binary-mode values still encoded, which is why the setting exists.
 func TestForwardAndEmitToSDKReceiver(t *testing.T) {
+	t.Parallel()
 	node := startInteropNode(t)
 	sendWithSDK(t, node, false, sdkInteropEvents(t, "bin"))
 	sendWithSDK(t, node, true, sdkInteropEvents(t, "str"))

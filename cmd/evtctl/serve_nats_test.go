@@ -413,6 +413,7 @@ func tailAcrossNodes(t *testing.T, nodes []string, halt func() int) []tailLine {
 // its checkpoint on the first, then moved back: together its runs write every event
 // exactly once, in order, with the cursors the producer was given.
 func TestNATSTailSwitchesNodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts NATS and child processes")
 	}
@@ -432,6 +433,7 @@ func TestNATSTailSwitchesNodes(t *testing.T) {
 // TestNATSClusterLeaderStop stops the server leading the stream, in a JetStream cluster of
 // three in-process servers, while events flow: see failStreamLeader.
 func TestNATSClusterLeaderStop(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a NATS cluster and child processes")
 	}
@@ -567,6 +569,7 @@ func (p *foreignPublisher) halt() map[string]uint64 {
 // on from its checkpoint on the first, then back: together its runs write every message
 // exactly once, in order, each with the stream sequence it was stored at.
 func TestNATSForeignTailSwitchesNodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts NATS and child processes")
 	}
@@ -611,6 +614,7 @@ func TestNATSForeignTailSwitchesNodes(t *testing.T) {
 // TestNATSClusterLeaderKill is TestNATSClusterLeaderStop with a crash: the servers run as
 // child processes, and the one leading the stream is killed with SIGKILL.
 func TestNATSClusterLeaderKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a NATS cluster and child processes")
 	}
@@ -689,8 +693,14 @@ func natsAuthServer(t *testing.T, extra string) *natstest.Server {
 // serveFails runs serve, which must fail at start, and returns what it wrote to stderr.
 func serveFails(t *testing.T, args ...string) string {
 	t.Helper()
+	return serveFailsEnv(t, nil, args...)
+}
+
+// serveFailsEnv is serveFails with env added to the node's environment.
+func serveFailsEnv(t *testing.T, env []string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "EVTCTL_TEST_AS_MAIN=1"), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -734,6 +744,7 @@ func roundTrip(t *testing.T, node string) {
 // private CA and client certificates, an NKey, a credentials file (JWT) of an operator's
 // account, a user and password, and a token (the secrets from the environment).
 func TestNATSAuthOptions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts NATS servers and child processes")
 	}
@@ -826,16 +837,13 @@ func TestNATSAuthOptions(t *testing.T) {
 	})
 	t.Run("user-password-token", func(t *testing.T) {
 		srv := natsAuthServer(t, "authorization {\n users: [ { user: evtctl, password: \"s3cr3t pass\" } ]\n}\n")
-		t.Setenv("EVTCTL_NATS_PASSWORD", "s3cr3t pass")
-		_, node := startServe(t, "--store", srv.URL(), "--nats-user", "evtctl")
+		_, node := startServeEnv(t, []string{"EVTCTL_NATS_PASSWORD=s3cr3t pass"}, "--store", srv.URL(), "--nats-user", "evtctl")
 		roundTrip(t, node)
-		t.Setenv("EVTCTL_NATS_PASSWORD", "wrong")
-		if msg := serveFails(t, "--store", srv.URL(), "--nats-user", "evtctl"); !strings.Contains(strings.ToLower(msg), "authorization violation") || strings.Contains(msg, "wrong") {
+		if msg := serveFailsEnv(t, []string{"EVTCTL_NATS_PASSWORD=wrong"}, "--store", srv.URL(), "--nats-user", "evtctl"); !strings.Contains(strings.ToLower(msg), "authorization violation") || strings.Contains(msg, "wrong") {
 			t.Fatalf("a wrong password: %s", msg)
 		}
 		tsrv := natsAuthServer(t, "authorization {\n token: \"t0ken\"\n}\n")
-		t.Setenv("EVTCTL_NATS_TOKEN", "t0ken")
-		_, node = startServe(t, "--store", tsrv.URL())
+		_, node = startServeEnv(t, []string{"EVTCTL_NATS_TOKEN=t0ken"}, "--store", tsrv.URL())
 		roundTrip(t, node)
 	})
 }

@@ -61,6 +61,7 @@ func signalOpts(url string, headers ...string) *emitOptions {
 // TestSignalRedirectDoesNotLoseTheSignal: a consumer that answers a POST signal with 302
 // must not have it turned into a GET without the attributes and counted as sent.
 func TestSignalRedirectDoesNotLoseTheSignal(t *testing.T) {
+	t.Parallel()
 	c := newSignalConsumer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Path == "/old" {
 			http.Redirect(w, r, "/new", http.StatusFound)
@@ -87,6 +88,7 @@ func TestSignalRedirectDoesNotLoseTheSignal(t *testing.T) {
 // TestSignalRetryRules: the Evented API lets a generator retry only 500, 503 and 504,
 // honouring Retry-After; 502 and 429 are final, 410 stops.
 func TestSignalRetryRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		first    int
 		requests int
@@ -112,6 +114,7 @@ func TestSignalRetryRules(t *testing.T) {
 
 // TestSignalHeaders: -H headers go to the consumer, and not to another origin it redirects to.
 func TestSignalHeaders(t *testing.T) {
+	t.Parallel()
 	other := newSignalConsumer(t, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusOK) })
 	c := newSignalConsumer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Path == "/away" {

@@ -18,6 +18,7 @@ import (
 // that never answers, such as a bare pseudo-terminal, would leave it waiting on. The test
 // binary runs as evtctl version on a pseudo-terminal whose other end only reads.
 func TestStartupSendsNoTerminalQuery(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 // --idle-timeout's timer fires once no event has come for its duration: each event starts
 // the duration again. On a fake clock, exactly.
 func TestIdleTimer(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		fired := make(chan time.Duration, 1)

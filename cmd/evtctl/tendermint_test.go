@@ -31,16 +31,18 @@ import (
 )
 
 func TestTendermintScripts(t *testing.T) {
+	t.Parallel()
 	script, missing := tmnode.Script()
 	if script == "" {
 		t.Skip("skipping: " + missing)
 	}
-	t.Parallel() // beside the other long end-to-end tests
 	testscript.Run(t, testscript.Params{
 		Dir:                 "../../testdata/tendermint",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			scriptEnv(env)
+			if err := scriptEnv(env); err != nil {
+				return err
+			}
 			env.Setenv("TM_NODE_SCRIPT", script)
 			if t, ok := env.T().(testing.TB); ok {
 				if d, ok := testwait.Deadline(t); ok {

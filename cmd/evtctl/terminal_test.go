@@ -138,6 +138,7 @@ func prettyEvents(n int) []byte {
 // per event, and the columns line up. The test binary stands in for evtctl. It is skipped
 // where tmux is missing.
 func TestPrettyTmux(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed: the pretty lines on a terminal are not checked")
 	}

@@ -50,6 +50,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string) {
 // TestServeTLS runs the real binary with --tls-cert and --tls-key, sends an event over
 // https, and replays it with --ca-file; a bad key pair is a usage error before binding.
 func TestServeTLS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -194,10 +195,12 @@ func UnsafeRune(r rune) bool {
 }
 
 // ellipsis marks a value cut short; ellipsisWidth is the columns it takes (2 where the
-// locale makes East Asian ambiguous characters wide).
+// locale makes East Asian ambiguous characters wide). It is found on first use, not when
+// the package loads: go-runewidth builds its tables on the first rune above U+02FF, which
+// takes milliseconds that every evtctl command, most of which never cut a value, would pay.
 const ellipsis = "…"
 
-var ellipsisWidth = runewidth.RuneWidth('…')
+var ellipsisWidth = sync.OnceValue(func() int { return runewidth.RuneWidth('…') })
 
 // runeCols is the columns r takes once appendDisplay has written it: 6 for a rune written
 // as a \uXXXX escape, else its width on a terminal (0 for combining marks, 2 for wide
@@ -225,6 +228,10 @@ func appendDisplay(dst []byte, s string, limit int, json bool) ([]byte, int) {
 	in, esc := false, false // inside a JSON string; after a backslash in one
 	start := len(dst)
 	cols, cut, cutCols := 0, len(dst), 0 // the last place where "…" would still fit
+	ew := 0
+	if limit > 0 {
+		ew = ellipsisWidth()
+	}
 	for i := 0; i < len(s); {
 		r, n := rune(s[i]), 1
 		if r >= utf8.RuneSelf {
@@ -245,10 +252,10 @@ func appendDisplay(dst []byte, s string, limit int, json bool) ([]byte, int) {
 		}
 		w := runeCols(r)
 		if limit > 0 && cols+w > limit {
-			if cutCols+ellipsisWidth > limit {
+			if cutCols+ew > limit {
 				return dst[:start], 0
 			}
-			return append(dst[:cut], ellipsis...), cutCols + ellipsisWidth
+			return append(dst[:cut], ellipsis...), cutCols + ew
 		}
 		cols += w
 		switch {
@@ -259,7 +266,7 @@ func appendDisplay(dst []byte, s string, limit int, json bool) ([]byte, int) {
 		default:
 			dst = append(dst, s[i-n:i]...)
 		}
-		if cols+ellipsisWidth <= limit {
+		if cols+ew <= limit {
 			cut, cutCols = len(dst), cols
 		}
 	}
@@ -276,11 +283,12 @@ func appendDisplayEnd(dst []byte, s string, limit int) ([]byte, int) {
 	if total <= limit || limit <= 0 {
 		return appendDisplay(dst, s, 0, false)
 	}
-	if limit < ellipsisWidth {
+	ew := ellipsisWidth()
+	if limit < ew {
 		return dst, 0
 	}
 	i := 0
-	for i < len(s) && total > limit-ellipsisWidth {
+	for i < len(s) && total > limit-ew {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		total -= runeCols(r)
 		i += n
@@ -294,5 +302,5 @@ func appendDisplayEnd(dst []byte, s string, limit int) ([]byte, int) {
 	}
 	dst = append(dst, ellipsis...)
 	dst, n := appendDisplay(dst, s[i:], 0, false)
-	return dst, n + ellipsisWidth
+	return dst, n + ew
 }
