@@ -86,8 +86,9 @@ Templates in --type, --source, --id, --subject, --data and --ext values see {{.S
 and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
 
 The lines of --file go to a node in batches (batch mode): as many events as fit in 1 MiB, at
-most 4,096 (--batch-size N: N), one request in flight while the next batch is made, in the
-file's order. When the input pauses (a slow producer on stdin or another pipe), what was
+most 4,096 (--batch-size N: N), in the file's order. An evtctl node that keeps the order of
+batches in flight gets the next batch before its reply to the one before (two in flight);
+another receiver gets one request at a time. When the input pauses (a slow producer on stdin or another pipe), what was
 read goes within 50 ms. A line must hold one JSON object; the node checks the rest, and when it refuses an
 event, the events before it are sent and the error names its line. A batch whose answer was
 lost is sent again, and the node answers its events as repeats: nothing is stored twice.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,14 +64,15 @@ type idSpan struct{ start, end int }
 
 // outBatch is the events of one request, encoded as its body.
 type outBatch struct {
-	body []byte   // '[' and the events, separated by ','; the ']' is added when it is sent
-	ends []int    // where each event ends in body
-	ids  []idSpan // the text of each event's id in body, quotes included; empty when it has none
-	nums []int    // each event's line of --file, or its number
+	body   []byte   // '[' and the events, separated by ','; the ']' is added when it is sent
+	sealed bool     // body ends with the ']'
+	ends   []int    // where each event ends in body
+	ids    []idSpan // the text of each event's id in body, quotes included; empty when it has none
+	nums   []int    // each event's line of --file, or its number
 }
 
 func (b *outBatch) reset() {
-	b.body = append(b.body[:0], '[')
+	b.body, b.sealed = append(b.body[:0], '['), false
 	b.ends, b.ids, b.nums = b.ends[:0], b.ids[:0], b.nums[:0]
 }
 
@@ -114,7 +117,9 @@ func (b *outBatch) event(i int) []byte {
 // request returns the body of a request with events lo to hi-1.
 func (b *outBatch) request(lo, hi int) []byte {
 	if lo == 0 && hi == b.n() {
-		b.body = append(b.body, ']')
+		if !b.sealed {
+			b.body, b.sealed = append(b.body, ']'), true
+		}
 		return b.body
 	}
 	body := make([]byte, 0, b.ends[hi-1]-b.ends[lo]+2)
@@ -170,7 +175,7 @@ func (e *emitter) runBatched(ctx context.Context) error {
 	if opts.Rate > 0 {
 		lim = rate.NewLimiter(rate.Limit(opts.Rate), sz.events)
 	}
-	pool := make(batchPool, opts.Concurrency+2)
+	pool := make(batchPool, opts.Concurrency+3)
 	// Unbuffered: a batch is handed over once a sender is free, so that with one sender one
 	// request is in flight and the next batch is being made.
 	out := make(chan *outBatch)
@@ -184,6 +189,9 @@ func (e *emitter) runBatched(ctx context.Context) error {
 		senders.Add(1)
 		g.Go(func() error {
 			defer senders.Done()
+			if opts.Concurrency == 1 {
+				return e.sendOrdered(gctx, out, lim, r)
+			}
 			return e.sendBatches(gctx, out, lim, r)
 		})
 	}
@@ -552,6 +560,104 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 		}
 	}
 	return nil
+}
+
+// sendOrdered is sendBatches for one sender (--concurrency 1, the default), keeping the
+// order of the batches: they go as one sequence of ordered batches (deliver.OrderHeader).
+// Once the node has answered that it stores them in their place, the next batch is sent
+// before the reply to the one before it, so that the node decodes one while it writes and
+// syncs the other; before that (another receiver, which ignores the header), one request
+// is in flight. A batch is reported only after the one before it. When a batch is not
+// delivered, the one sent after it is stopped (the node stores nothing after a batch it did
+// not store); a batch the node refused for its place alone (its predecessor came too late,
+// or the node restarted and forgot the sequence) is sent again on its own once the one
+// before it is settled, and a new sequence begins.
+func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, r *reporter) error {
+	type flight struct {
+		b       *outBatch
+		done    chan struct{}
+		cancel  context.CancelFunc
+		res     []deliver.Result
+		ordered bool
+		err     error
+	}
+	token, seq := newOrderToken(), uint64(0)
+	pipelined := false
+	start := func(b *outBatch) *flight {
+		seq++
+		fctx, cancel := context.WithCancel(ctx)
+		f := &flight{b: b, done: make(chan struct{}), cancel: cancel}
+		body := b.request(0, b.n())
+		go func(token string, seq uint64) {
+			defer close(f.done)
+			f.res, f.ordered, f.err = e.s.SendOrderedBatch(fctx, body, b.n(), token, seq)
+		}(token, seq)
+		return f
+	}
+	restarted := false // settle began a new sequence
+	settle := func(f *flight) error {
+		<-f.done
+		f.cancel()
+		if f.err != nil && deliver.OrderRefused(f.err) {
+			// Nothing of it was stored, nor will be of any later batch of the sequence, and
+			// everything before it is settled: it goes again on its own, and a new sequence
+			// begins after it.
+			token, seq, pipelined, restarted = newOrderToken(), 0, false, true
+			res, err := e.s.SendBatch(ctx, f.b.request(0, f.b.n()), f.b.n())
+			if err != nil {
+				return e.batchFailed(ctx, f.b, err, r)
+			}
+			return r.report(delivered{b: f.b, n: f.b.n(), res: res})
+		}
+		if f.err != nil {
+			return e.batchFailed(ctx, f.b, f.err, r)
+		}
+		pipelined = f.ordered
+		return r.report(delivered{b: f.b, n: f.b.n(), res: f.res})
+	}
+	var prev *flight
+	for b := range in {
+		if lim != nil {
+			if err := lim.WaitN(ctx, b.n()); err != nil {
+				return err
+			}
+		}
+		if prev != nil && !pipelined {
+			if err := settle(prev); err != nil {
+				return err
+			}
+			prev = nil
+		}
+		f := start(b)
+		if prev != nil {
+			restarted = false
+			err := settle(prev)
+			if err != nil || restarted {
+				// Sent after a batch that was not stored in its place: the node stores
+				// nothing of it.
+				f.cancel()
+				<-f.done
+			}
+			if err != nil {
+				return err
+			}
+			if restarted {
+				f = start(b) // the first of the new sequence
+			}
+		}
+		prev = f
+	}
+	if prev != nil {
+		return settle(prev)
+	}
+	return nil
+}
+
+// newOrderToken names a sequence of ordered batches.
+func newOrderToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // batchFailed handles a batch that was not delivered. When an evtctl node refused it for

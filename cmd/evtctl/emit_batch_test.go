@@ -312,3 +312,112 @@ func TestBatchSizing(t *testing.T) {
 		t.Errorf("request(1, 2) = %s", got)
 	}
 }
+
+// writeEventsFile writes n test events with ids prefix-1 to prefix-n and returns the file
+// and the ids.
+func writeEventsFile(t *testing.T, prefix string, n, size int) (string, []string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	var lines strings.Builder
+	var ids []string
+	for i := 1; i <= n; i++ {
+		id := prefix + "-" + strconv.Itoa(i)
+		ids = append(ids, id)
+		lines.Write(testEvent(id, size))
+		lines.WriteByte('\n')
+	}
+	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, ids
+}
+
+// orderSeq is the batch number of an ordered batch request; 0 without the header.
+func orderSeq(r *http.Request) int {
+	_, n, _ := strings.Cut(r.Header.Get(deliver.OrderHeader), " ")
+	seq, _ := strconv.Atoi(n)
+	return seq
+}
+
+// With the defaults, once the node has said it keeps their order, the next batch is sent
+// before the reply to the one before it, and the node stores them in the file's order: here
+// batch 2 is held until batch 3 has arrived, and batch 3 reaches the node first.
+func TestEmitSendsTheNextBatchBeforeTheReply(t *testing.T) {
+	t.Parallel()
+	third := make(chan struct{})
+	var once atomic.Bool
+	url, store := batchNode(t, eventlog.Options{}, func(node http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch orderSeq(r) {
+			case 2:
+				select {
+				case <-third:
+				case <-time.After(time.Minute): // only a failing test waits this long
+					t.Error("batch 3 was not sent while batch 2 was in flight")
+				}
+			case 3:
+				if once.CompareAndSwap(false, true) {
+					close(third)
+				}
+			}
+			node.ServeHTTP(w, r)
+		})
+	})
+	file, want := writeEventsFile(t, "p", 500, 200)
+	streams, _, out, errOut := testStreams()
+	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
+	if code != 0 {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	if got := storedIDs(t, store); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the node holds %v\nwant the file's events in order", got)
+	}
+	if n := strings.Count(out.String(), "\n"); n != len(want) {
+		t.Fatalf("%d lines of output, want %d", n, len(want))
+	}
+	for i, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if id := gjson.Get(line, "id").String(); id != want[i] {
+			t.Fatalf("output line %d is for %s, want %s", i+1, id, want[i])
+		}
+	}
+}
+
+// A batch the node refuses for its place in the sequence (as when the batch before it came
+// too late, or the node restarted and forgot the sequence) is sent again on its own after
+// the one before it, and the batch sent after it again after it; every event is stored
+// once, in order.
+func TestEmitResendsABatchRefusedForItsPlace(t *testing.T) {
+	t.Parallel()
+	var refused atomic.Bool
+	var ingests atomic.Int32
+	url, store := batchNode(t, eventlog.Options{}, func(node http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/events" {
+				ingests.Add(1)
+			}
+			if orderSeq(r) == 3 && refused.CompareAndSwap(false, true) {
+				w.Header().Set(deliver.OrderHeader, "refused")
+				http.Error(w, `{"error":"batch 2 of this sequence did not arrive within 10s"}`, http.StatusConflict)
+				return
+			}
+			node.ServeHTTP(w, r)
+		})
+	})
+	file, want := writeEventsFile(t, "q", 500, 200)
+	streams, _, _, errOut := testStreams()
+	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
+	if code != 0 {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	if !refused.Load() {
+		t.Fatal("no batch was sent as batch 3 of a sequence")
+	}
+	if got := storedIDs(t, store); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the node holds %v\nwant the file's events, once each, in order", got)
+	}
+	// Batch 4 was in flight behind batch 3; it is stopped (the node stores nothing after a
+	// batch it refused) and sent again after batch 3: five batches, two sent twice.
+	if n := ingests.Load(); n != 7 {
+		t.Errorf("%d ingest requests, want 7 (five batches, two sent twice)", n)
+	}
+}

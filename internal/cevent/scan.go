@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/evtctl/evtctl/internal/swar"
+
 	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
@@ -42,15 +44,6 @@ type scanner struct {
 	// a character CloudEvents strings must not contain (not a JSON error).
 	badString bool
 }
-
-// strSafe marks the bytes that can appear unescaped in a JSON string
-// without further checks: printable ASCII other than '"', '\\' and DEL.
-var strSafe = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 func (s *scanner) errorf(format string, args ...any) *Error {
 	return &Error{Status: 400, Index: -1, Msg: fmt.Sprintf(format, args...)}
@@ -121,9 +114,7 @@ func (s *scanner) scanString(strict bool) (content span, esc bool, err *Error) {
 	i := s.pos + 1
 	start := i
 	for {
-		for i < len(in) && strSafe[in[i]] {
-			i++
-		}
+		i = swar.Plain(in, i)
 		if i >= len(in) {
 			s.pos = i
 			return span{}, false, s.errorf("invalid JSON: unterminated string starting at byte offset %d", start-1)

@@ -153,6 +153,8 @@ type Attempt struct {
 	Err error
 	// Redirects is the number of redirects followed.
 	Redirects int
+	// Header is the reply's header, when there was a reply.
+	Header http.Header
 	// Latency runs from sending to the end of the reply.
 	Latency time.Duration
 }
@@ -169,6 +171,8 @@ type StatusError struct {
 	// Index is the position in a batch of the event the receiver refused, when it says
 	// (an evtctl node's "index"); -1 when it does not.
 	Index int
+	// Header is the reply's header.
+	Header http.Header
 }
 
 // Error returns the status and the reason.
@@ -322,7 +326,7 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 	}
 	defer resp.Body.Close()
 	c.answered.Store(true)
-	a := Attempt{Status: resp.StatusCode, Redirects: h.n}
+	a := Attempt{Status: resp.StatusCode, Redirects: h.n, Header: resp.Header}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		if !r.KeepReply {
 			// The receiver has accepted the request; the rest of the reply is read only so the
@@ -352,7 +356,7 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 	}
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBytes))
 	a.Latency = time.Since(start)
-	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text), Index: replyIndex(text)}
+	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text), Index: replyIndex(text), Header: resp.Header}
 	if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = d
 		a.RetryAfter, a.HasRetryAfter = d, true

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -172,6 +173,30 @@ func (s *Sender) SendBatch(ctx context.Context, body []byte, n int) ([]Result, e
 		return nil, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)
 	}
 	return batchResults(a.Status, a.Reply, n), nil
+}
+
+// OrderHeader asks an evtctl node to store a batch in its place in a sequence of batches
+// ("TOKEN N", N from 1); the node answers "ok" when it did, "refused" (409) when it stored
+// nothing because of its place. See internal/server/order.go.
+const OrderHeader = "Evtctl-Order"
+
+// SendOrderedBatch is SendBatch as batch seq of the sequence token. ordered reports that
+// the receiver stored it in its place (an evtctl node that keeps sequences): only then may
+// the next batch of the sequence be sent before this one's reply.
+func (s *Sender) SendOrderedBatch(ctx context.Context, body []byte, n int, token string, seq uint64) (res []Result, ordered bool, err error) {
+	h := http.Header{"Content-Type": {ContentTypeBatch}, OrderHeader: {token + " " + strconv.FormatUint(seq, 10)}}
+	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
+	if err != nil {
+		return nil, false, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)
+	}
+	return batchResults(a.Status, a.Reply, n), a.Header.Get(OrderHeader) == "ok", nil
+}
+
+// OrderRefused reports whether err is an evtctl node refusing a batch for its place in a
+// sequence (storing nothing of it).
+func OrderRefused(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusConflict && se.Header.Get(OrderHeader) == "refused"
 }
 
 // nodeReply is an evtctl node's answer to POST /events.

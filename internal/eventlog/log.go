@@ -181,6 +181,25 @@ func createSegment(dir string, base uint64, floorTS int64) (*segment, error) {
 
 // Append implements Store.
 func (l *Log) Append(ctx context.Context, entries []Entry) ([]AppendResult, error) {
+	p, err := l.Enqueue(ctx, entries)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is an append that has its place in the log and waits to be written.
+type Pending struct {
+	l   *Log
+	req *appendReq
+}
+
+// Enqueue gives entries their place in the log and returns without waiting for them to be
+// written: they come after every append queued before Enqueue returned and before every
+// one queued after. Wait tells how it went. Enqueue lets a caller queue the next append
+// while the writer is still writing and syncing this one, and keep their order. Nil for no
+// entries.
+func (l *Log) Enqueue(ctx context.Context, entries []Entry) (*Pending, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -195,16 +214,25 @@ func (l *Log) Append(ctx context.Context, entries []Entry) ([]AppendResult, erro
 	case <-l.quit:
 		return nil, ErrClosed
 	}
+	return &Pending{l: l, req: req}, nil
+}
+
+// Wait waits until the entries are written (and synced, unless the log does not sync), and
+// returns where each landed, as Append does.
+func (p *Pending) Wait(ctx context.Context) ([]AppendResult, error) {
+	if p == nil {
+		return nil, nil
+	}
 	select {
-	case <-req.done:
-		return req.res, req.err
+	case <-p.req.done:
+		return p.req.res, p.req.err
 	case <-ctx.Done():
 		// The append may still complete; a retry is answered from the dedupe window.
 		return nil, ctx.Err()
-	case <-l.done:
+	case <-p.l.done:
 		select {
-		case <-req.done:
-			return req.res, req.err
+		case <-p.req.done:
+			return p.req.res, p.req.err
 		default:
 			return nil, ErrClosed
 		}

@@ -80,6 +80,7 @@ type Server struct {
 	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
 	limits      cevent.Limits
 	shared      shareCache // reads shared by long-polls asking the same
+	orders      orderGate  // sequences of ordered batches (order.go)
 
 	readToken *[sha256.Size]byte // the digest of Config.ReadToken; nil when it is ""
 	parkOnce  sync.Once
@@ -876,13 +877,22 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
+	var ord orderSpec
+	var err error
+	if ord.token, ord.n, _, err = parseOrderHeader(r); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	events, err := cevent.DecodeRequest(r.Header, body, s.limits)
 	if err != nil {
+		if ord.token != "" {
+			s.orders.fail(ord.token, ord.n)
+		}
 		writeDecodeError(w, err)
 		return
 	}
 	batch := cevent.RequestMode(r.Header, body) == cevent.ModeBatch
-	results, ok := s.appendEvents(w, r, events)
+	results, ok := s.appendEvents(w, r, events, ord)
 	if !ok {
 		return
 	}
@@ -933,17 +943,33 @@ func writeDecodeError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusBadRequest, err.Error())
 }
 
+// orderSpec is a request's place in a sequence of ordered batches (order.go); zero for
+// none.
+type orderSpec struct {
+	token string
+	n     uint64
+}
+
 // appendEvents stores decoded events and reports their cursors; on failure it has answered.
-func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []cevent.Event) ([]eventlog.AppendResult, bool) {
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []cevent.Event, ord orderSpec) ([]eventlog.AppendResult, bool) {
 	entries := make([]eventlog.Entry, len(events))
 	for i, e := range events {
 		entries[i] = eventlog.Entry{Type: e.Type, Source: e.Source, ID: e.ID, JSON: e.JSON}
 	}
-	res, err := s.cfg.Store.Append(r.Context(), entries)
+	var res []eventlog.AppendResult
+	var err error
+	if ord.token != "" {
+		res, err = s.appendOrdered(r.Context(), ord.token, ord.n, entries)
+	} else {
+		res, err = s.cfg.Store.Append(r.Context(), entries)
+	}
 	if err != nil {
 		switch {
 		case r.Context().Err() != nil:
 			// The client has gone; nothing to answer.
+		case isOrderRefusal(err):
+			w.Header().Set(OrderHeader, "refused")
+			writeError(w, http.StatusConflict, err.Error())
 		case errors.Is(err, eventlog.ErrClosed):
 			retryAfter(w, 2)
 			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
@@ -962,6 +988,9 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 		return nil, false
 	}
 	s.metrics.ingested.Add(float64(len(res)))
+	if ord.token != "" {
+		w.Header().Set(OrderHeader, "ok")
+	}
 	return res, true
 }
 
@@ -986,7 +1015,7 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeDecodeError(w, err)
 		return
 	}
-	res, ok := s.appendEvents(w, r, []cevent.Event{e})
+	res, ok := s.appendEvents(w, r, []cevent.Event{e}, orderSpec{})
 	if !ok {
 		return
 	}

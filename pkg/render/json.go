@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/evtctl/evtctl/internal/swar"
+
 	"github.com/mattn/go-runewidth"
 )
 
@@ -24,23 +26,6 @@ func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
-// Masks for working on the eight bytes of a uint64 at once.
-const (
-	lsb = 0x0101010101010101 // the low bit of each byte
-	msb = 0x8080808080808080 // the high bit of each byte
-	lo7 = 0x7f7f7f7f7f7f7f7f
-)
-
-// zeroBytes has the high bit set in each byte of x that is zero, and no other bit set.
-func zeroBytes(x uint64) uint64 {
-	return ^(((x & lo7) + lo7) | x) & msb
-}
-
-// ctlBytes has the high bit set in each byte of x below 0x20, and no other bit set.
-func ctlBytes(x uint64) uint64 {
-	return ^(((x & lo7) + lsb*0x60) | x) & msb
-}
-
 // isCompact reports whether s holds no tab, newline or carriage return, and no space
 // outside strings: valid JSON for which it is true is already compact (valid JSON holds no
 // other control byte). It does not validate. Without escaped quotes or backslashes, quotes
@@ -54,14 +39,14 @@ func isCompact(s string) bool {
 	if bytes.IndexByte(b, '\\') >= 0 && (bytes.Contains(b, escQuote) || bytes.Contains(b, escEsc)) {
 		return swarCompact(b, 0)
 	}
-	var in uint64 // msb inside a string, else 0
+	var in uint64 // swar.MSB inside a string, else 0
 	for range 8 {
 		j := bytes.IndexByte(b, ' ')
 		if j < 0 {
 			return true
 		}
 		if bytes.Count(b[:j], quote)%2 == 1 {
-			in ^= msb
+			in ^= swar.MSB
 		}
 		if in == 0 {
 			return false
@@ -77,17 +62,17 @@ var (
 	escEsc   = []byte{'\\', '\\'}
 )
 
-// swarCompact is isCompact on b, starting inside a string when in is msb. It reads eight
+// swarCompact is isCompact on b, starting inside a string when in is swar.MSB. It reads eight
 // bytes at a time, and one at a time where there is a backslash. It also refuses the
 // other control bytes.
 func swarCompact(b []byte, in uint64) bool {
 	i := 0
 	for i+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if ctlBytes(x) != 0 {
+		if swar.Ctl(x) != 0 {
 			return false
 		}
-		if zeroBytes(x^(lsb*'\\')) != 0 {
+		if swar.Zero(x^(swar.LSB*'\\')) != 0 {
 			var ok bool
 			if i, in, ok = scanBytes(b, i, i+8, in); !ok {
 				return false
@@ -95,15 +80,15 @@ func swarCompact(b []byte, in uint64) bool {
 			continue
 		}
 		// Bit 7 of byte k of p: inside a string at byte k (a prefix XOR of the quotes).
-		p := zeroBytes(x ^ (lsb * '"'))
+		p := swar.Zero(x ^ (swar.LSB * '"'))
 		p ^= p << 8
 		p ^= p << 16
 		p ^= p << 32
 		p ^= in
-		if zeroBytes(x^(lsb*' '))&^p != 0 {
+		if swar.Zero(x^(swar.LSB*' '))&^p != 0 {
 			return false
 		}
-		in = -(p >> 63) & msb
+		in = -(p >> 63) & swar.MSB
 		i += 8
 	}
 	_, _, ok := scanBytes(b, i, len(b), in)
@@ -118,7 +103,7 @@ func scanBytes(b []byte, i, end int, in uint64) (int, uint64, bool) {
 		case c < 0x20:
 			return i, in, false
 		case c == '"':
-			in ^= msb
+			in ^= swar.MSB
 		case c == '\\' && in != 0:
 			i++ // the escaped byte
 			if i < len(b) && b[i] < 0x20 {

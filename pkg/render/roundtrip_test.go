@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evtctl/evtctl/internal/swar"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -153,7 +154,7 @@ func TestIsCompactRandom(t *testing.T) {
 		for i := range b {
 			b[i] = alphabet[r.IntN(len(alphabet))]
 		}
-		in := uint64(r.IntN(2)) * msb
+		in := uint64(r.IntN(2)) * swar.MSB
 		_, _, want := scanBytes(b, 0, len(b), in)
 		if got := swarCompact(b, in); got != want {
 			t.Fatalf("swarCompact(%q, %x) = %v, want %v", b, in, got, want)

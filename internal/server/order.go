@@ -1,0 +1,228 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+)
+
+// Ordered batches. A client sending a file in batches keeps its order with one request in
+// flight, which leaves the node idle while each reply travels and the next request arrives,
+// and the client idle while the node writes and syncs. With OrderHeader a client may have
+// several batches of one sequence in flight: the node decodes them side by side but appends
+// each only once the one before it has its place in the log, so they are stored in the
+// order of the sequence; with the embedded log, the next batch is queued while the one
+// before it is still being written and synced.
+//
+// The request header is "Evtctl-Order: TOKEN N": TOKEN names the sequence (letters, digits,
+// '-' and '_', at most 64), N numbers its batches from 1. The node answers a batch it
+// stored in order with "Evtctl-Order: ok"; a client sends a second batch before the first
+// one's reply only after seeing that (another receiver ignores the header, and would store
+// batches in flight together in any order). A batch is refused with 409 Conflict and
+// "Evtctl-Order: refused", storing nothing, when:
+//
+//   - a batch before it in the sequence was refused or failed: nothing after a batch that
+//     was not stored may be (the client sends it again once the earlier ones are settled);
+//   - the batch before it did not arrive within orderWait;
+//   - the sequence is unknown and N is not 1 (the node restarted, or forgot the sequence
+//     after orderIdle without batches): the client starts a new sequence.
+//
+// A batch numbered below the next expected one is a retry of a batch already placed, and
+// is appended at once (the dedupe window answers its events as duplicates).
+const (
+	OrderHeader = "Evtctl-Order"
+	orderWait   = 10 * time.Second
+	orderIdle   = 2 * time.Minute
+	maxOrders   = 4096 // sequences remembered at once
+)
+
+// orderGate keeps the sequences of ordered batches.
+type orderGate struct {
+	mu      sync.Mutex
+	seqs    map[string]*orderSeq
+	wait    time.Duration // how long a batch waits for the one before it; 0: orderWait
+	waiting atomic.Int64  // batches waiting for their turn
+}
+
+type orderSeq struct {
+	next     uint64        // the batch that may be placed next
+	failed   uint64        // the first batch that was refused or failed; 0: none
+	moved    chan struct{} // closed (and replaced) when next or failed changes
+	lastUsed time.Time
+}
+
+// errOrder is a batch refused for its place in a sequence.
+type errOrder struct{ msg string }
+
+func (e *errOrder) Error() string { return e.msg }
+
+// parseOrderHeader reads the OrderHeader of r: ok false when there is none, an error when it is
+// malformed.
+func parseOrderHeader(r *http.Request) (token string, n uint64, ok bool, err error) {
+	v := r.Header.Get(OrderHeader)
+	if v == "" {
+		return "", 0, false, nil
+	}
+	token, num, found := strings.Cut(v, " ")
+	n, perr := strconv.ParseUint(num, 10, 64)
+	if !found || perr != nil || n == 0 || !validToken(token) {
+		return "", 0, false, fmt.Errorf("the %s header must be a token (letters, digits, - and _, at most 64) and a batch number from 1, as %q; got %q", OrderHeader, "a1b2 1", v)
+	}
+	return token, n, true, nil
+}
+
+func validToken(t string) bool {
+	if t == "" || len(t) > 64 {
+		return false
+	}
+	for _, c := range []byte(t) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// turn waits until batch n of sequence token may be placed. It returns done, which the
+// caller calls once the batch has its place (ok) or will not get one; a batch numbered
+// below the next one (a retry) gets its turn at once.
+func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func(placed bool), err error) {
+	g.mu.Lock()
+	if g.seqs == nil {
+		g.seqs = map[string]*orderSeq{}
+	}
+	now := time.Now()
+	sq := g.seqs[token]
+	if sq == nil {
+		if n != 1 {
+			g.mu.Unlock()
+			return nil, &errOrder{fmt.Sprintf("batch %d of a sequence this node does not know (it restarted, or forgot the sequence after %s without batches): start a new sequence", n, orderIdle)}
+		}
+		if len(g.seqs) >= maxOrders {
+			g.forgetIdleLocked(now)
+		}
+		if len(g.seqs) >= maxOrders {
+			g.mu.Unlock()
+			return nil, &errOrder{fmt.Sprintf("the node keeps at most %d ordered sequences at once: send one batch at a time", maxOrders)}
+		}
+		sq = &orderSeq{next: 1, moved: make(chan struct{})}
+		g.seqs[token] = sq
+	}
+	sq.lastUsed = now
+	wait := g.wait
+	if wait <= 0 {
+		wait = orderWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		switch {
+		case sq.failed != 0 && sq.failed < n:
+			failed := sq.failed
+			g.mu.Unlock()
+			return nil, &errOrder{fmt.Sprintf("batch %d of this sequence was not stored, so batch %d is not either: send them again in order", failed, n)}
+		case n <= sq.next:
+			retry := n < sq.next
+			g.mu.Unlock()
+			return func(placed bool) {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				switch {
+				case retry:
+				case placed:
+					sq.next = n + 1
+				case sq.failed == 0 || n < sq.failed:
+					sq.failed = n
+				}
+				sq.lastUsed = time.Now()
+				close(sq.moved)
+				sq.moved = make(chan struct{})
+			}, nil
+		}
+		moved := sq.moved
+		g.mu.Unlock()
+		g.waiting.Add(1)
+		select {
+		case <-moved:
+		case <-timer.C:
+			// Not stored, so nothing after it may be: mark it as the batches refused are.
+			g.waiting.Add(-1)
+			g.fail(token, n)
+			return nil, &errOrder{fmt.Sprintf("batch %d of this sequence did not arrive within %s", n-1, wait)}
+		case <-ctx.Done():
+			g.waiting.Add(-1)
+			g.fail(token, n)
+			return nil, ctx.Err()
+		}
+		g.waiting.Add(-1)
+		g.mu.Lock()
+	}
+}
+
+// fail marks batch n of sequence token as not stored (refused before its turn, or given up
+// waiting for it): no batch after it will be.
+func (g *orderGate) fail(token string, n uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sq := g.seqs[token]; sq != nil && n >= sq.next && (sq.failed == 0 || n < sq.failed) {
+		sq.failed = n
+		close(sq.moved)
+		sq.moved = make(chan struct{})
+	}
+}
+
+func (g *orderGate) forgetIdleLocked(now time.Time) {
+	for t, sq := range g.seqs {
+		if now.Sub(sq.lastUsed) > orderIdle {
+			delete(g.seqs, t)
+		}
+	}
+}
+
+// enqueuer is a store that can give an append its place before it is written
+// (eventlog.Log): the next batch of a sequence is queued while this one is written.
+type enqueuer interface {
+	Enqueue(ctx context.Context, entries []eventlog.Entry) (*eventlog.Pending, error)
+}
+
+// appendOrdered appends entries as batch n of sequence token: once the batch before it
+// has its place, and before the batch after it.
+func (s *Server) appendOrdered(ctx context.Context, token string, n uint64, entries []eventlog.Entry) ([]eventlog.AppendResult, error) {
+	done, err := s.orders.turn(ctx, token, n)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := s.cfg.Store.(enqueuer)
+	if !ok {
+		res, err := s.cfg.Store.Append(ctx, entries)
+		done(err == nil)
+		return res, err
+	}
+	p, err := q.Enqueue(ctx, entries)
+	if err != nil {
+		done(false)
+		return nil, err
+	}
+	done(true) // placed: the next batch may queue behind it
+	res, err := p.Wait(ctx)
+	if err != nil {
+		// Not written after all (the log failed, or this request is gone while it is
+		// still being written): what follows must not be stored either, or must be
+		// answered from the dedupe window on a retry.
+		s.orders.fail(token, n+1)
+	}
+	return res, err
+}
+
+func isOrderRefusal(err error) bool {
+	var e *errOrder
+	return errors.As(err, &e)
+}

@@ -1,0 +1,51 @@
+// Package swar reads eight bytes at a time in a uint64 (SIMD within a register), for the
+// hand-written JSON scanners of the renderer and the CloudEvents decoder. Each mask marks
+// exactly the bytes it names (no carries between bytes), so the lowest marked byte of a
+// word is the first such byte of the eight.
+package swar
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Masks for working on the eight bytes of a uint64 at once.
+const (
+	LSB = 0x0101010101010101 // the low bit of each byte
+	MSB = 0x8080808080808080 // the high bit of each byte
+	lo7 = 0x7f7f7f7f7f7f7f7f
+)
+
+// Zero has the high bit set in each byte of x that is zero, and no other bit set.
+func Zero(x uint64) uint64 {
+	return ^(((x & lo7) + lo7) | x) & MSB
+}
+
+// Ctl has the high bit set in each byte of x below 0x20, and no other bit set.
+func Ctl(x uint64) uint64 {
+	return ^(((x & lo7) + LSB*0x60) | x) & MSB
+}
+
+// Eq has the high bit set in each byte of x equal to c, and no other bit set.
+func Eq(x uint64, c byte) uint64 { return Zero(x ^ (LSB * uint64(c))) }
+
+// Load is the eight bytes of b from i, the first in the low byte.
+func Load(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+
+// Plain is the end of the run of bytes from i that a JSON string holds as they are and a
+// scanner need not look at: printable ASCII (0x20 to 0x7e) other than '"' and '\'. It is
+// the index of the first other byte, or len(b).
+func Plain(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := Load(b, i)
+		if m := Ctl(x) | x&MSB | Eq(x, 0x7f) | Eq(x, '"') | Eq(x, '\\'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}

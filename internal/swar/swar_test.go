@@ -1,0 +1,84 @@
+package swar
+
+import (
+	"math/bits"
+	"testing"
+)
+
+// plainByBytes is Plain a byte at a time.
+func plainByBytes(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}
+
+func TestMasksEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			// c at pos among bytes that no mask marks, and among bytes that every mask marks
+			for _, fill := range []byte{'a', 0} {
+				var w [8]byte
+				for k := range w {
+					w[k] = fill
+				}
+				w[pos] = byte(c)
+				x := Load(w[:], 0)
+				at := uint64(0x80) << (8 * pos)
+				check := func(name string, m uint64, want bool) {
+					if got := m&at != 0; got != want {
+						t.Fatalf("%s: byte %#x at %d among %#x: marked %v", name, c, pos, fill, got)
+					}
+					if m&^MSB != 0 {
+						t.Fatalf("%s(%x) sets bits other than the high ones", name, x)
+					}
+				}
+				check("Zero", Zero(x), c == 0)
+				check("Ctl", Ctl(x), c < 0x20)
+				check("Eq", Eq(x, '"'), c == '"')
+				if fill == 'a' {
+					if m := Zero(x) | Ctl(x) | Eq(x, '"'); m != 0 && bits.TrailingZeros64(m)/8 != pos {
+						t.Fatalf("byte %#x at %d: lowest mark at %d", c, pos, bits.TrailingZeros64(m)/8)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPlain(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		from int
+		want int
+	}{
+		{"", 0, 0},
+		{"abc", 0, 3},
+		{`abcdefghijklmnop"`, 0, 16},
+		{`abcdefgh\"`, 0, 8},
+		{"abcdefghijk\x7fz", 0, 11},
+		{"abcdefghijké", 0, 11},
+		{"abc\tdef", 0, 3},
+		{`"x`, 0, 0},
+		{`ab"cdefghijklmnopq`, 3, 18},
+	} {
+		if got := Plain([]byte(tc.in), tc.from); got != tc.want {
+			t.Errorf("Plain(%q, %d) = %d, want %d", tc.in, tc.from, got, tc.want)
+		}
+	}
+}
+
+func FuzzPlain(f *testing.F) {
+	f.Add([]byte(`{"id":"e-1","data":"caf\u00e9 \"q\""}`), 2)
+	f.Add([]byte("abcdefgh\x7fijklmnop\x00"), 0)
+	f.Fuzz(func(t *testing.T, b []byte, from int) {
+		if from < 0 || from > len(b) {
+			return
+		}
+		if got, want := Plain(b, from), plainByBytes(b, from); got != want {
+			t.Fatalf("Plain(%q, %d) = %d, byte by byte %d", b, from, got, want)
+		}
+	})
+}
