@@ -33,7 +33,9 @@ import (
 //     was not stored may be (the client sends it again once the earlier ones are settled);
 //   - the batch before it did not arrive within orderWait;
 //   - the sequence is unknown and N is not 1 (the node restarted, or forgot the sequence
-//     after orderIdle without batches): the client starts a new sequence.
+//     after orderIdle without batches): the client starts a new sequence;
+//   - maxAhead batches of the sequence are already waiting: one client does not hold the
+//     node's ingest slots with batches that wait.
 //
 // A batch numbered below the next expected one is a retry of a batch already placed, and
 // is appended at once (the dedupe window answers its events as duplicates).
@@ -42,6 +44,7 @@ const (
 	orderWait   = 10 * time.Second
 	orderIdle   = 2 * time.Minute
 	maxOrders   = 4096 // sequences remembered at once
+	maxAhead    = 8    // batches of one sequence waiting for their turn at once
 )
 
 // orderGate keeps the sequences of ordered batches.
@@ -53,6 +56,7 @@ type orderGate struct {
 }
 
 type orderSeq struct {
+	waiting  int           // batches waiting for their turn
 	next     uint64        // the batch that may be placed next
 	failed   uint64        // the first batch that was refused or failed; 0: none
 	moved    chan struct{} // closed (and replaced) when next or failed changes
@@ -147,6 +151,13 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 				sq.moved = make(chan struct{})
 			}, nil
 		}
+		if sq.waiting >= maxAhead {
+			// One client's batches do not hold the node's ingest slots waiting.
+			g.mu.Unlock()
+			g.fail(token, n)
+			return nil, &errOrder{fmt.Sprintf("more than %d batches of this sequence are waiting for the ones before them: send fewer at once", maxAhead)}
+		}
+		sq.waiting++
 		moved := sq.moved
 		g.mu.Unlock()
 		g.waiting.Add(1)
@@ -155,15 +166,22 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 		case <-timer.C:
 			// Not stored, so nothing after it may be: mark it as the batches refused are.
 			g.waiting.Add(-1)
+			g.mu.Lock()
+			sq.waiting--
+			g.mu.Unlock()
 			g.fail(token, n)
 			return nil, &errOrder{fmt.Sprintf("batch %d of this sequence did not arrive within %s", n-1, wait)}
 		case <-ctx.Done():
 			g.waiting.Add(-1)
+			g.mu.Lock()
+			sq.waiting--
+			g.mu.Unlock()
 			g.fail(token, n)
 			return nil, ctx.Err()
 		}
 		g.waiting.Add(-1)
 		g.mu.Lock()
+		sq.waiting--
 	}
 }
 

@@ -192,6 +192,39 @@ func TestOrderedBatchGivesUpWaiting(t *testing.T) {
 	}
 }
 
+// At most maxAhead batches of one sequence wait at once; the next is refused, and so, then,
+// is every later one.
+func TestOrderedBatchesWaitingAreBounded(t *testing.T) {
+	n := newOrderNode(t)
+	if r := n.post("m 1", batchBody("a", 1, 0)); r.status != 200 {
+		t.Fatalf("batch 1: %d", r.status)
+	}
+	replies := make(chan orderReply, maxAhead)
+	for i := range maxAhead {
+		go func() { replies <- n.post(fmt.Sprintf("m %d", 3+i), batchBody(fmt.Sprint("w", i), 1, 0)) }()
+	}
+	testwait.Until(t, "batches 3 to 10 waiting", func() bool { return n.s.orders.waiting.Load() == maxAhead })
+	if r := n.post(fmt.Sprintf("m %d", 3+maxAhead), batchBody("x", 1, 0)); r.status != http.StatusConflict || !strings.Contains(r.body, "are waiting") {
+		t.Fatalf("one more: %d %s", r.status, r.body)
+	}
+	if r := n.post("m 2", batchBody("b", 1, 0)); r.status != 200 {
+		t.Fatalf("batch 2: %d %s", r.status, r.body)
+	}
+	stored := 0
+	for range maxAhead {
+		if r := <-replies; r.status == 200 {
+			stored++
+		}
+	}
+	// Batches 3 to 10 were waiting before 11 was refused: they are stored.
+	if stored != maxAhead {
+		t.Fatalf("%d of the waiting batches stored, want %d", stored, maxAhead)
+	}
+	if got := len(n.ids()); got != 2+maxAhead {
+		t.Fatalf("%d events stored, want %d", got, 2+maxAhead)
+	}
+}
+
 // A sequence the node does not know must start at 1; a malformed header is a bad request.
 func TestOrderHeaderRefusals(t *testing.T) {
 	n := newOrderNode(t)
