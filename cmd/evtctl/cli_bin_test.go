@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -44,12 +43,13 @@ var cliBin = sync.OnceValues(func() (string, error) {
 	if os.Getenv("EVTCTL_TEST_RACE_CLI") == "1" {
 		return "", nil
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		if gobin, err = exec.LookPath("go"); err != nil {
-			fmt.Fprintln(os.Stderr, "cmd/evtctl tests: go is not on PATH: the scripts run the race-detector test binary as evtctl")
-			return "", nil
-		}
+	gobin, err := exec.LookPath("go")
+	if err != nil && os.Getenv("GOROOT") != "" {
+		gobin, err = filepath.Join(os.Getenv("GOROOT"), "bin", "go"), nil
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cmd/evtctl tests: go is not on PATH: the scripts run the race-detector test binary as evtctl")
+		return "", nil
 	}
 	dir, err := os.MkdirTemp("", "evtctl-cli-")
 	if err != nil {

@@ -619,6 +619,12 @@ func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rat
 	for b := range in {
 		if lim != nil {
 			if err := lim.WaitN(ctx, b.n()); err != nil {
+				if prev != nil {
+					// Interrupted with a batch in flight: it is reported, delivered or not.
+					if serr := settle(prev); serr != nil {
+						return serr
+					}
+				}
 				return err
 			}
 		}
