@@ -178,10 +178,21 @@ func TestBenchSendersNeedEvtctlNode(t *testing.T) {
 	}
 }
 
+// checkLeaks is leaktest.Check once the scripts' evtctl is built (TestMain starts that in
+// the background, and the build's goroutines would count). Its tests check the whole
+// process's goroutines, so they do not run beside parallel tests.
+func checkLeaks(t *testing.T) func() {
+	t.Helper()
+	if _, err := cliBin(); err != nil {
+		t.Fatal(err)
+	}
+	return leaktest.Check(t)
+}
+
 // On a terminal the report is a table; the embedded node is durable by default and gone
 // afterwards, with nothing left running.
 func TestBenchIngestEmbeddedTable(t *testing.T) {
-	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
+	settled := checkLeaks(t)
 	dir := t.TempDir()
 	code, out, stderr := runBenchCLI(t, context.Background(), true, "bench", "ingest", "--embedded", "--embedded-dir", dir, "--count", "300", "--producers", "2", "--batch-size", "50")
 	if code != 0 {
@@ -200,7 +211,7 @@ func TestBenchIngestEmbeddedTable(t *testing.T) {
 
 // Ctrl-C: the partial report is written, marked as such, and the status is 130.
 func TestBenchInterruptedReportsPartial(t *testing.T) {
-	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
+	settled := checkLeaks(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(300*time.Millisecond, cancel) // a trigger only: nothing depends on how much ran
@@ -216,7 +227,7 @@ func TestBenchInterruptedReportsPartial(t *testing.T) {
 
 // pollers --embedded runs its node as a process of its own and stops it afterwards.
 func TestBenchPollersChildNode(t *testing.T) {
-	settled := leaktest.Check(t) // the whole process's goroutines: not beside parallel tests
+	settled := checkLeaks(t)
 	code, out, stderr := runBenchCLI(t, context.Background(), false, "bench", "pollers", "--embedded", "--pollers", "30", "--rounds", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
