@@ -99,3 +99,75 @@ func TestDiskFullResumesByItself(t *testing.T) {
 		t.Fatalf("after reopening: %d items (%v), damage %v; want %d, none", len(p.Items), err, l2.Stats().Damage, acked+40+len(big))
 	}
 }
+
+// An append queued with EnqueueAfter is not stored when the append before it was not (a
+// full disk fails a write and the log goes on once there is space), nor is one queued after
+// that; an append after a stored one is stored.
+func TestEnqueueAfterAFailedAppendIsNotStored(t *testing.T) {
+	disk := smallDisk(t, "2m")
+	l := openT(t, Options{Dir: filepath.Join(disk, "log"), SegmentBytes: 256 << 10})
+	filler := filepath.Join(disk, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1500<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var failed *Pending
+	for i := 0; i < 100000 && failed == nil; i += 20 {
+		var es []Entry
+		for j := i; j < i+20; j++ {
+			es = append(es, ev(j))
+		}
+		p, err := l.Enqueue(ctx, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(ctx); err != nil {
+			failed = p
+		}
+	}
+	if failed == nil {
+		t.Fatal("the disk did not fill")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(p *Pending, err error) error {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Wait(ctx)
+		return err
+	}
+	after, err := l.EnqueueAfter(ctx, []Entry{ev(900001)}, failed)
+	if err := wait(after, err); !errors.Is(err, ErrPredecessorNotStored) {
+		t.Fatalf("after a failed append: %v", err)
+	}
+	chained, err := l.EnqueueAfter(ctx, []Entry{ev(900002)}, after)
+	if err := wait(chained, err); !errors.Is(err, ErrPredecessorNotStored) {
+		t.Fatalf("after a refused append: %v", err)
+	}
+	free, err := l.Enqueue(ctx, []Entry{ev(900003)})
+	if err := wait(free, err); err != nil {
+		t.Fatalf("an append with no condition once there is space: %v", err)
+	}
+	next, err := l.EnqueueAfter(ctx, []Entry{ev(900004)}, free)
+	if err := wait(next, err); err != nil {
+		t.Fatalf("after a stored append: %v", err)
+	}
+	p, err := l.Read(ctx, Query{Max: 1000, Ascending: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, it := range p.Items[:2] {
+		ids = append(ids, string(it.JSON))
+	}
+	if len(p.Items) < 2 || !strings.Contains(ids[0], `"id-900004"`) || !strings.Contains(ids[1], `"id-900003"`) {
+		t.Fatalf("the newest items are %v, want id-900004 and id-900003", ids)
+	}
+	for _, it := range p.Items {
+		if s := string(it.JSON); strings.Contains(s, `"id-900001"`) || strings.Contains(s, `"id-900002"`) {
+			t.Fatalf("a refused append was stored: %s", s)
+		}
+	}
+}

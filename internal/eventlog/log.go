@@ -96,6 +96,7 @@ type Log struct {
 
 type appendReq struct {
 	entries []Entry
+	after   *appendReq // stored only if this one was (EnqueueAfter); nil: no condition
 	res     []AppendResult
 	err     error
 	done    chan struct{}
@@ -200,6 +201,18 @@ type Pending struct {
 // while the writer is still writing and syncing this one, and keep their order. Nil for no
 // entries.
 func (l *Log) Enqueue(ctx context.Context, entries []Entry) (*Pending, error) {
+	return l.EnqueueAfter(ctx, entries, nil)
+}
+
+// ErrPredecessorNotStored is the error of an append queued with EnqueueAfter whose
+// predecessor was not stored.
+var ErrPredecessorNotStored = errors.New("eventlog: the append queued before this one was not stored, so this one is not either")
+
+// EnqueueAfter is Enqueue for entries that must be stored only if prev (queued before them,
+// by this log) is: when prev fails — a full disk fails the appends written with it and the
+// log goes on once there is space — these fail too, with ErrPredecessorNotStored, rather
+// than be stored after a gap. A nil prev sets no condition.
+func (l *Log) EnqueueAfter(ctx context.Context, entries []Entry, prev *Pending) (*Pending, error) {
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -207,6 +220,9 @@ func (l *Log) Enqueue(ctx context.Context, entries []Entry) (*Pending, error) {
 		return nil, nil
 	}
 	req := &appendReq{entries: entries, done: make(chan struct{})}
+	if prev != nil {
+		req.after = prev.req
+	}
 	select {
 	case l.reqs <- req:
 	case <-ctx.Done():
@@ -290,6 +306,30 @@ func (l *Log) commitGroup(group []*appendReq) {
 			close(r.done)
 		}
 		return
+	}
+	// An append whose predecessor (EnqueueAfter) failed is not stored. The predecessor was
+	// queued first, so it was in an earlier group (its err is set, by this goroutine) or is
+	// in this one (which is stored or fails whole).
+	var kept []*appendReq // nil while every append of the group is kept
+	for i, r := range group {
+		after := r.after
+		r.after = nil // checked: the chain of appends is not kept alive
+		if after == nil || after.err == nil {
+			if kept != nil {
+				kept = append(kept, r)
+			}
+			continue
+		}
+		if kept == nil {
+			kept = append(make([]*appendReq, 0, len(group)), group[:i]...)
+		}
+		r.err = ErrPredecessorNotStored
+		close(r.done)
+	}
+	if kept != nil {
+		if group = kept; len(group) == 0 {
+			return
+		}
 	}
 	if l.wcount > 0 && l.wsize+int64(groupSize(group)) > l.opts.SegmentBytes {
 		if err := l.roll(l.wact); err != nil {

@@ -56,10 +56,11 @@ type orderGate struct {
 }
 
 type orderSeq struct {
-	waiting  int           // batches waiting for their turn
-	next     uint64        // the batch that may be placed next
-	failed   uint64        // the first batch that was refused or failed; 0: none
-	moved    chan struct{} // closed (and replaced) when next or failed changes
+	last     *eventlog.Pending // the newest batch placed while it is being written; nil once written
+	waiting  int               // batches waiting for their turn
+	next     uint64            // the batch that may be placed next
+	failed   uint64            // the first batch that was refused or failed; 0: none
+	moved    chan struct{}     // closed (and replaced) when next or failed changes
 	lastUsed time.Time
 }
 
@@ -95,10 +96,11 @@ func validToken(t string) bool {
 	return true
 }
 
-// turn waits until batch n of sequence token may be placed. It returns done, which the
-// caller calls once the batch has its place (ok) or will not get one; a batch numbered
-// below the next one (a retry) gets its turn at once.
-func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func(placed bool), err error) {
+// turn waits until batch n of sequence token may be placed. It returns prev, the batch
+// before it while that is still being written (nil otherwise), and done, which the caller
+// calls once the batch has its place (p) or will not get one (nil); a batch numbered below
+// the next one (a retry) gets its turn at once, with no prev.
+func (g *orderGate) turn(ctx context.Context, token string, n uint64) (prev *eventlog.Pending, done func(p *eventlog.Pending, placed bool), err error) {
 	g.mu.Lock()
 	if g.seqs == nil {
 		g.seqs = map[string]*orderSeq{}
@@ -108,14 +110,14 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 	if sq == nil {
 		if n != 1 {
 			g.mu.Unlock()
-			return nil, &errOrder{fmt.Sprintf("batch %d of a sequence this node does not know (it restarted, or forgot the sequence after %s without batches): start a new sequence", n, orderIdle)}
+			return nil, nil, &errOrder{fmt.Sprintf("batch %d of a sequence this node does not know (it restarted, or forgot the sequence after %s without batches): start a new sequence", n, orderIdle)}
 		}
 		if len(g.seqs) >= maxOrders {
 			g.forgetIdleLocked(now)
 		}
 		if len(g.seqs) >= maxOrders {
 			g.mu.Unlock()
-			return nil, &errOrder{fmt.Sprintf("the node keeps at most %d ordered sequences at once: send one batch at a time", maxOrders)}
+			return nil, nil, &errOrder{fmt.Sprintf("the node keeps at most %d ordered sequences at once: send one batch at a time", maxOrders)}
 		}
 		sq = &orderSeq{next: 1, moved: make(chan struct{})}
 		g.seqs[token] = sq
@@ -132,17 +134,20 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 		case sq.failed != 0 && sq.failed < n:
 			failed := sq.failed
 			g.mu.Unlock()
-			return nil, &errOrder{fmt.Sprintf("batch %d of this sequence was not stored, so batch %d is not either: send them again in order", failed, n)}
+			return nil, nil, &errOrder{fmt.Sprintf("batch %d of this sequence was not stored, so batch %d is not either: send them again in order", failed, n)}
 		case n <= sq.next:
 			retry := n < sq.next
+			if !retry {
+				prev = sq.last
+			}
 			g.mu.Unlock()
-			return func(placed bool) {
+			return prev, func(p *eventlog.Pending, placed bool) {
 				g.mu.Lock()
 				defer g.mu.Unlock()
 				switch {
 				case retry:
 				case placed:
-					sq.next = n + 1
+					sq.next, sq.last = n+1, p
 				case sq.failed == 0 || n < sq.failed:
 					sq.failed = n
 				}
@@ -155,7 +160,7 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 			// One client's batches do not hold the node's ingest slots waiting.
 			g.mu.Unlock()
 			g.fail(token, n)
-			return nil, &errOrder{fmt.Sprintf("more than %d batches of this sequence are waiting for the ones before them: send fewer at once", maxAhead)}
+			return nil, nil, &errOrder{fmt.Sprintf("more than %d batches of this sequence are waiting for the ones before them: send fewer at once", maxAhead)}
 		}
 		sq.waiting++
 		moved := sq.moved
@@ -170,14 +175,14 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 			sq.waiting--
 			g.mu.Unlock()
 			g.fail(token, n)
-			return nil, &errOrder{fmt.Sprintf("batch %d of this sequence did not arrive within %s", n-1, wait)}
+			return nil, nil, &errOrder{fmt.Sprintf("batch %d of this sequence did not arrive within %s", n-1, wait)}
 		case <-ctx.Done():
 			g.waiting.Add(-1)
 			g.mu.Lock()
 			sq.waiting--
 			g.mu.Unlock()
 			g.fail(token, n)
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		g.waiting.Add(-1)
 		g.mu.Lock()
@@ -185,12 +190,12 @@ func (g *orderGate) turn(ctx context.Context, token string, n uint64) (done func
 	}
 }
 
-// fail marks batch n of sequence token as not stored (refused before its turn, or given up
-// waiting for it): no batch after it will be.
+// fail marks batch n of sequence token as not stored (refused before its turn, given up
+// waiting for it, or failed in the log): no batch after it is placed from now on.
 func (g *orderGate) fail(token string, n uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if sq := g.seqs[token]; sq != nil && n >= sq.next && (sq.failed == 0 || n < sq.failed) {
+	if sq := g.seqs[token]; sq != nil && (sq.failed == 0 || n < sq.failed) {
 		sq.failed = n
 		close(sq.moved)
 		sq.moved = make(chan struct{})
@@ -205,37 +210,51 @@ func (g *orderGate) forgetIdleLocked(now time.Time) {
 	}
 }
 
+// written forgets p as the newest batch of sequence token being written, once it is.
+func (g *orderGate) written(token string, p *eventlog.Pending) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sq := g.seqs[token]; sq != nil && sq.last == p {
+		sq.last = nil
+	}
+}
+
 // enqueuer is a store that can give an append its place before it is written
-// (eventlog.Log): the next batch of a sequence is queued while this one is written.
+// (eventlog.Log): the next batch of a sequence is queued while this one is written, on the
+// condition that this one is stored.
 type enqueuer interface {
-	Enqueue(ctx context.Context, entries []eventlog.Entry) (*eventlog.Pending, error)
+	EnqueueAfter(ctx context.Context, entries []eventlog.Entry, prev *eventlog.Pending) (*eventlog.Pending, error)
 }
 
 // appendOrdered appends entries as batch n of sequence token: once the batch before it
-// has its place, and before the batch after it.
+// has its place, and before the batch after it; with an enqueuer, only if the batch before
+// it is stored.
 func (s *Server) appendOrdered(ctx context.Context, token string, n uint64, entries []eventlog.Entry) ([]eventlog.AppendResult, error) {
-	done, err := s.orders.turn(ctx, token, n)
+	prev, done, err := s.orders.turn(ctx, token, n)
 	if err != nil {
 		return nil, err
 	}
 	q, ok := s.cfg.Store.(enqueuer)
 	if !ok {
 		res, err := s.cfg.Store.Append(ctx, entries)
-		done(err == nil)
+		done(nil, err == nil)
 		return res, err
 	}
-	p, err := q.Enqueue(ctx, entries)
+	p, err := q.EnqueueAfter(ctx, entries, prev)
 	if err != nil {
-		done(false)
+		done(nil, false)
 		return nil, err
 	}
-	done(true) // placed: the next batch may queue behind it
+	done(p, true) // placed: the next batch may queue behind it
 	res, err := p.Wait(ctx)
 	if err != nil {
-		// Not written after all (the log failed, or this request is gone while it is
-		// still being written): what follows must not be stored either, or must be
-		// answered from the dedupe window on a retry.
-		s.orders.fail(token, n+1)
+		// Not stored (or this request is gone while it is being written): no batch after
+		// it is placed from now on, and one already queued behind it is refused by the log.
+		s.orders.fail(token, n)
+	}
+	s.orders.written(token, p)
+	if errors.Is(err, eventlog.ErrPredecessorNotStored) {
+		err = &errOrder{fmt.Sprintf("batch %d of this sequence was not stored, so batch %d is not either: send them again in order", n-1, n)}
 	}
 	return res, err
 }
