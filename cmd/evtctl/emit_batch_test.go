@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,11 +74,20 @@ func testEvent(id string, size int) []byte {
 // set, stands between the listener and the node.
 func batchNode(t *testing.T, lopts eventlog.Options, wrap func(node http.Handler) http.Handler) (string, *eventlog.Log) {
 	t.Helper()
+	return inProcessNode(t, lopts, server.Config{}, wrap)
+}
+
+// inProcessNode serves a node over a new log on a loopback port, with the node's own HTTP
+// limits; wrap, when set, stands between the listener and the node. All is stopped when t
+// ends.
+func inProcessNode(t *testing.T, lopts eventlog.Options, cfg server.Config, wrap func(node http.Handler) http.Handler) (string, *eventlog.Log) {
+	t.Helper()
 	store, err := eventlog.Open(lopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Config{Store: store})
+	cfg.Store = store
+	srv := server.New(cfg)
 	var h http.Handler = srv
 	if wrap != nil {
 		h = wrap(srv)
@@ -86,7 +96,8 @@ func batchNode(t *testing.T, lopts eventlog.Options, wrap func(node http.Handler
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	hs := srv.HTTPServer(ln.Addr().String(), 5*time.Second)
+	hs.Handler = h
 	go hs.Serve(ln)
 	t.Cleanup(func() {
 		srv.Shutdown()
@@ -156,34 +167,15 @@ func TestEmitRetriedBatchIsNotDuplicated(t *testing.T) {
 			conn.Close()
 		})
 	})
-	dir := t.TempDir()
-	file := filepath.Join(dir, "events.jsonl")
-	var lines strings.Builder
-	var want []string
-	for i := 1; i <= 300; i++ {
-		id := "r-" + strconv.Itoa(i)
-		want = append(want, id)
-		lines.Write(testEvent(id, 200))
-		lines.WriteByte('\n')
-	}
-	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	streams, _, out, errOut := testStreams()
-	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
-	if code != 0 {
-		t.Fatalf("emit exited %d: %s", code, errOut)
-	}
+	file, want := writeEventsFile(t, "r", 300, 200)
+	out, errOut := emitFileInBatches(t, url, file)
 	if !strings.Contains(errOut.String(), "retrying") {
 		t.Errorf("no retry reported: %s", errOut)
 	}
 	if n := ingests.Load(); n != 4 {
 		t.Errorf("%d ingest requests, want 4 (three batches, one sent twice)", n)
 	}
-	got := storedIDs(t, store)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("the node holds %d events: %v\nwant the %d of the file, once each, in order", len(got), got, len(want))
-	}
+	checkStored(t, store, want)
 	// Each event has a line; those of the batch sent twice are the node's repeats.
 	sc := bufio.NewScanner(out)
 	n, dups := 0, 0
@@ -332,6 +324,25 @@ func writeEventsFile(t *testing.T, prefix string, n, size int) (string, []string
 	return file, ids
 }
 
+// emitFileInBatches runs emit --file to the node at url in batches of 100, and fails t
+// unless it exits 0.
+func emitFileInBatches(t *testing.T, url, file string) (out, errOut *bytes.Buffer) {
+	t.Helper()
+	streams, _, out, errOut := testStreams()
+	if code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"}); code != 0 {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	return out, errOut
+}
+
+// checkStored fails t unless the log holds exactly the events of want, once each, in order.
+func checkStored(t *testing.T, store *eventlog.Log, want []string) {
+	t.Helper()
+	if got := storedIDs(t, store); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("the node holds %d events: %v\nwant the %d of the file, once each, in order", len(got), got, len(want))
+	}
+}
+
 // orderSeq is the batch number of an ordered batch request; 0 without the header.
 func orderSeq(r *http.Request) int {
 	_, n, _ := strings.Cut(r.Header.Get(deliver.OrderHeader), " ")
@@ -364,14 +375,8 @@ func TestEmitSendsTheNextBatchBeforeTheReply(t *testing.T) {
 		})
 	})
 	file, want := writeEventsFile(t, "p", 500, 200)
-	streams, _, out, errOut := testStreams()
-	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
-	if code != 0 {
-		t.Fatalf("emit exited %d: %s", code, errOut)
-	}
-	if got := storedIDs(t, store); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("the node holds %v\nwant the file's events in order", got)
-	}
+	out, _ := emitFileInBatches(t, url, file)
+	checkStored(t, store, want)
 	if n := strings.Count(out.String(), "\n"); n != len(want) {
 		t.Fatalf("%d lines of output, want %d", n, len(want))
 	}
@@ -404,17 +409,11 @@ func TestEmitResendsABatchRefusedForItsPlace(t *testing.T) {
 		})
 	})
 	file, want := writeEventsFile(t, "q", 500, 200)
-	streams, _, _, errOut := testStreams()
-	code := execute(context.Background(), streams, nil, []string{"emit", "--node", url, "--file", file, "--batch-size", "100", "-o", "json"})
-	if code != 0 {
-		t.Fatalf("emit exited %d: %s", code, errOut)
-	}
+	emitFileInBatches(t, url, file)
 	if !refused.Load() {
 		t.Fatal("no batch was sent as batch 3 of a sequence")
 	}
-	if got := storedIDs(t, store); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("the node holds %v\nwant the file's events, once each, in order", got)
-	}
+	checkStored(t, store, want)
 	// Batch 4 was in flight behind batch 3; it is stopped (the node stores nothing after a
 	// batch it refused) and sent again after batch 3: five batches, two sent twice.
 	if n := ingests.Load(); n != 7 {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -95,30 +93,7 @@ func fixtureRequests() []fixtureRequest {
 func fixtureNode(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	store, err := eventlog.Open(eventlog.Options{Now: func() time.Time { return at }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(server.Config{Store: store, MaxItems: 1000})
-	var h http.Handler = srv
-	if wrap != nil {
-		h = wrap(srv)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer(ln.Addr().String(), 2*time.Second)
-	hs.Handler = h
-	go hs.Serve(ln)
-	t.Cleanup(func() {
-		srv.Shutdown()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(ctx)
-		store.Close()
-	})
-	url := "http://" + ln.Addr().String()
+	url, _ := inProcessNode(t, eventlog.Options{Now: func() time.Time { return at }}, server.Config{MaxItems: 1000}, wrap)
 	for i, fr := range fixtureRequests() {
 		req, err := http.NewRequest(http.MethodPost, url+"/events", strings.NewReader(fr.body))
 		if err != nil {

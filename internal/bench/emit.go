@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,15 +69,8 @@ func Emit(ctx context.Context, cfg EmitConfig) (*Report, error) {
 		return nil, err
 	}
 	defer p.close()
-	scrapes := &http.Transport{Proxy: nil}
-	defer scrapes.CloseIdleConnections()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: scrapes}
-	nodeCPU := func() (float64, bool) {
-		if cfg.Target.Embedded == "in-process" {
-			return 0, false // the node's CPU is this process's
-		}
-		return cpuSeconds(ctx, hc, cfg.Target, nil)
-	}
+	nodeCPU, closeScrapes := nodeCPUReader(ctx, cfg.Target)
+	defer closeScrapes()
 	dir, err := os.MkdirTemp("", "evtctl-bench-emit-")
 	if err != nil {
 		return nil, err

@@ -328,6 +328,20 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	return r, ctx.Err()
 }
 
+// nodeCPUReader returns a function that reads the node's CPU seconds from its /metrics,
+// reporting false for a node in this process (its CPU is this process's) or when they cannot
+// be read, and a function that closes the scrapes' connections.
+func nodeCPUReader(ctx context.Context, t Target) (read func() (float64, bool), closeIdle func()) {
+	scrapes := &http.Transport{Proxy: nil}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: scrapes}
+	return func() (float64, bool) {
+		if t.Embedded == "in-process" {
+			return 0, false
+		}
+		return cpuSeconds(ctx, hc, t, nil)
+	}, scrapes.CloseIdleConnections
+}
+
 // cpuSeconds reads the node's process_cpu_seconds_total.
 func cpuSeconds(ctx context.Context, hc *http.Client, t Target, merr error) (float64, bool) {
 	if merr != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -125,15 +124,8 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	if info.Kind == KindEvtctl {
 		passes = append(passes, &pass{name: "paged", paged: true, want: wantAll})
 	}
-	scrapes := &http.Transport{Proxy: nil}
-	defer scrapes.CloseIdleConnections()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: scrapes}
-	nodeCPU := func() (float64, bool) {
-		if cfg.Target.Embedded == "in-process" {
-			return 0, false // the node's CPU is this process's
-		}
-		return cpuSeconds(ctx, hc, cfg.Target, nil)
-	}
+	nodeCPU, closeScrapes := nodeCPUReader(ctx, cfg.Target)
+	defer closeScrapes()
 	defer func() {
 		for _, ps := range passes {
 			if ps.written != "" {

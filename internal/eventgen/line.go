@@ -2,10 +2,11 @@ package eventgen
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/evtctl/evtctl/internal/swar"
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
 )
@@ -298,25 +299,12 @@ func (s *lineScanner) digits() {
 	}
 }
 
-// plain marks the bytes a string holds as they are: all but '"', '\\' and control characters.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
 // str scans a string at s.i, leaving s.i after its closing quote; esc reports an escape.
 func (s *lineScanner) str() (esc bool, err error) {
 	b := s.b
 	i := s.i + 1
 	for {
-		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && plain[b[i]] {
-			i++
-		}
+		i = swar.Unescaped(b, i)
 		if i >= len(b) {
 			s.i = i
 			return esc, s.errorf("in a string")
@@ -353,14 +341,6 @@ func (s *lineScanner) str() (esc bool, err error) {
 			return esc, s.errorf("in a string (control characters must be escaped)")
 		}
 	}
-}
-
-// special8 reports whether any of the eight bytes of w is '"', '\\' or a control character.
-func special8(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	q := w ^ (ones * '"')
-	bs := w ^ (ones * '\\')
-	return ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

@@ -2,7 +2,6 @@ package eventgen
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -117,19 +116,6 @@ func FuzzInspect(f *testing.F) {
 			t.Fatalf("Inspect(%q): id %s, want none", b, l.ID)
 		}
 	})
-}
-
-func TestSpecial8(t *testing.T) {
-	for c := range 256 {
-		for at := range 8 {
-			w := []byte("abcdefgh")
-			w[at] = byte(c)
-			want := c == '"' || c == '\\' || c < 0x20
-			if got := special8(binary.LittleEndian.Uint64(w)); got != want {
-				t.Fatalf("special8(%q) = %v, want %v", w, got, want)
-			}
-		}
-	}
 }
 
 func BenchmarkInspect(b *testing.B) {

@@ -49,3 +49,21 @@ func Plain(b []byte, i int) int {
 	}
 	return i
 }
+
+// Unescaped is the end of the run of bytes from i that a JSON string may hold as they are:
+// everything but '"', '\' and the control bytes below 0x20 (UTF-8 is not checked). It is
+// the index of the first such byte, or len(b).
+func Unescaped(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := Load(b, i)
+		if m := Ctl(x) | Eq(x, '"') | Eq(x, '\\'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
+}

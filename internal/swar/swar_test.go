@@ -82,3 +82,38 @@ func FuzzPlain(f *testing.F) {
 		}
 	})
 }
+
+// Unescaped stops at '"', '\\' and the control bytes, wherever they are among eight, and at
+// nothing else.
+func TestUnescapedEveryByte(t *testing.T) {
+	for c := range 256 {
+		for at := range 8 {
+			w := []byte("abcdefgh")
+			w[at] = byte(c)
+			want := 8
+			if c == '"' || c == '\\' || c < 0x20 {
+				want = at
+			}
+			if got := Unescaped(w, 0); got != want {
+				t.Fatalf("Unescaped(%q) = %d, want %d", w, got, want)
+			}
+		}
+	}
+}
+
+func FuzzUnescaped(f *testing.F) {
+	f.Add([]byte(`caf\u00e9 "q" ✓ tail`), 0)
+	f.Add([]byte("abcdefgh\x01ijklmnop"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, from int) {
+		if from < 0 || from > len(b) {
+			return
+		}
+		want := from
+		for want < len(b) && !(b[want] < 0x20 || b[want] == '"' || b[want] == '\\') {
+			want++
+		}
+		if got := Unescaped(b, from); got != want {
+			t.Fatalf("Unescaped(%q, %d) = %d, byte by byte %d", b, from, got, want)
+		}
+	})
+}
