@@ -352,7 +352,7 @@ temporary directory unless --memory, acknowledging after fsync unless --sync non
 
 // emitFile returns what bench emit measures: evtctl emit --file PATH to the target with the
 // defaults, its output (JSON lines, as when piped) going nowhere.
-func emitFile(t bench.Target) func(ctx context.Context, path string) (int, int, error) {
+func emitFile(t bench.Target, extra ...string) func(ctx context.Context, path string) (int, int, error) {
 	return func(ctx context.Context, path string) (int, int, error) {
 		streams := &iostreams.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
 		var events, requests int
@@ -363,7 +363,7 @@ func emitFile(t bench.Target) func(ctx context.Context, path string) (int, int, 
 			}
 			return err
 		})
-		args := []string{"--node", t.URL, "--file", path, "-o", "json"}
+		args := append([]string{"--node", t.URL, "--file", path, "-o", "json"}, extra...)
 		if tok := firstNonEmpty(t.IngestToken, t.Token); tok != "" {
 			args = append(args, "--token", tok)
 		}
@@ -767,6 +767,10 @@ func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
 	cfg := bench.JetStreamConfig{
 		Version: versionString(), URL: opts.NATS, Replicas: opts.Replicas, Events: opts.Events, EventSize: opts.EventSize,
 		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs,
+		EmitFile: func(ctx context.Context, url, path string, batchSize int) (int, error) {
+			n, _, err := emitFile(bench.Target{URL: url}, "--batch-size", strconv.Itoa(batchSize))(ctx, path)
+			return n, err
+		},
 		StartNode: func(ctx context.Context, stream string) (string, func() error, error) {
 			args := append([]string{"--store", opts.NATS, "--nats-stream", stream, "--nats-replicas", strconv.Itoa(opts.Replicas)}, opts.NodeArgs...)
 			n, err := bench.StartChildServe(exe, childEnv(env), args...)

@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -32,7 +34,12 @@ type JetStreamConfig struct {
 	EventSize   int
 	BatchSize   int // events per ingest request to the node; default 1000
 	Producers   int // ingest requests in flight to the node; default 1 (as evtctl emit)
-	Runs        int
+	// EmitFile, when set, is how the node's ingest is sent with one producer: evtctl emit
+	// --file of the JSON-lines file at path to the node at url, --batch-size batchSize (the
+	// ordered batches emit sends, two in flight). It returns the events the node
+	// acknowledged.
+	EmitFile func(ctx context.Context, url, path string, batchSize int) (events int, err error)
+	Runs     int
 	// StartNode starts an evtctl node on stream (created and managed by the node) and
 	// returns its URL and how to stop it.
 	StartNode func(ctx context.Context, stream string) (url string, stop func() error, err error)
@@ -236,9 +243,70 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	t := Target{URL: url}
-	p, err := newPoster(t, cfg.Version, cfg.Producers)
+	var from, to client.Position
+	if cfg.EmitFile != nil && cfg.Producers == 1 {
+		if in, err = emitRun(ctx, cfg, url, m); err != nil {
+			return 0, 0, err
+		}
+		// The stream holds these events alone: the replay reads it from its start to its end.
+	} else {
+		if in, from, to, err = postRun(ctx, cfg, t, m); err != nil {
+			return 0, 0, err
+		}
+	}
+	progress("jetstream: evtctl node, replay")
+	c, closeClient, err := newClient(t, cfg.Version)
 	if err != nil {
 		return 0, 0, err
+	}
+	defer closeClient()
+	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, to, false, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n != cfg.Events {
+		return 0, 0, fmt.Errorf("the node replayed %d events of %d", n, cfg.Events)
+	}
+	return in, float64(n) / max(d.Seconds(), 1e-9), nil
+}
+
+// emitRun sends the events to the node with cfg.EmitFile and returns events/s.
+func emitRun(ctx context.Context, cfg JetStreamConfig, url string, m *eventMaker) (float64, error) {
+	f, err := os.CreateTemp("", "evtctl-bench-jetstream-*.jsonl")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b []byte
+	for i := 1; i <= cfg.Events; i++ {
+		b = append(m.appendEvent(b[:0], uint64(i)), '\n')
+		if _, err := w.Write(b); err != nil {
+			f.Close()
+			return 0, err
+		}
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	n, err := cfg.EmitFile(ctx, url, f.Name(), cfg.BatchSize)
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if n != cfg.Events {
+		return 0, fmt.Errorf("the node acknowledged %d events of %d", n, cfg.Events)
+	}
+	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+}
+
+// postRun posts the events to the node in batches, cfg.Producers requests in flight, and
+// returns events/s and the range of cursors they were given.
+func postRun(ctx context.Context, cfg JetStreamConfig, t Target, m *eventMaker) (in float64, from, to client.Position, err error) {
+	p, err := newPoster(t, cfg.Version, cfg.Producers)
+	if err != nil {
+		return 0, from, to, err
 	}
 	defer p.close()
 	batches := make([][]byte, 0, cfg.Events/cfg.BatchSize+1)
@@ -272,7 +340,7 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, 0, err
+		return 0, from, to, err
 	}
 	in = float64(cfg.Events) / max(time.Since(start).Seconds(), 1e-9)
 	for _, c := range cursors {
@@ -281,24 +349,10 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 		}
 		last = max(last, c[1])
 	}
-	progress("jetstream: evtctl node, replay")
-	c, closeClient, err := newClient(t, cfg.Version)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer closeClient()
-	var from client.Position
 	if fc, err := cursor.Parse(first); err == nil {
 		if pc, ok := fc.Prev(); ok {
 			from = client.Position{Cursor: pc.String()}
 		}
 	}
-	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, client.Position{Cursor: last}, false, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	if n != cfg.Events {
-		return 0, 0, fmt.Errorf("the node replayed %d events of %d", n, cfg.Events)
-	}
-	return in, float64(n) / max(d.Seconds(), 1e-9), nil
+	return in, from, client.Position{Cursor: last}, nil
 }

@@ -193,7 +193,22 @@ func (l *Log) Append(ctx context.Context, entries []Entry) ([]AppendResult, erro
 type Pending struct {
 	l   *Log
 	req *appendReq
+	ext Queued // of another store, when l is nil
 }
+
+// Queued is an append another Store has given its place (see NewPending).
+type Queued interface {
+	// Done is closed once the append is written or has failed.
+	Done() <-chan struct{}
+	// Result is where each entry landed, as Append answers; only once Done is closed.
+	Result() ([]AppendResult, error)
+}
+
+// NewPending is the Pending of an append another Store has queued.
+func NewPending(q Queued) *Pending { return &Pending{ext: q} }
+
+// Queued is what NewPending was given; nil for the log's own.
+func (p *Pending) Queued() Queued { return p.ext }
 
 // Enqueue gives entries their place in the log and returns without waiting for them to be
 // written: they come after every append queued before Enqueue returned and before every
@@ -238,6 +253,15 @@ func (l *Log) EnqueueAfter(ctx context.Context, entries []Entry, prev *Pending) 
 func (p *Pending) Wait(ctx context.Context) ([]AppendResult, error) {
 	if p == nil {
 		return nil, nil
+	}
+	if p.ext != nil {
+		select {
+		case <-p.ext.Done():
+			return p.ext.Result()
+		case <-ctx.Done():
+			// The append may still complete; a retry is answered from the dedupe window.
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case <-p.req.done:

@@ -52,96 +52,334 @@ func (s *Store) Append(ctx context.Context, entries []eventlog.Entry) ([]eventlo
 		return nil, eventlog.ErrClosed
 	}
 	defer s.leave()
+	j, err := s.prepare(entries)
+	if err != nil {
+		return nil, err
+	}
+	cs, acks, err := s.store(ctx, j.msgs)
+	if err != nil {
+		return nil, err
+	}
+	return j.results(cs, acks), nil
+}
+
+// appendJob is one append's events as messages.
+type appendJob struct {
+	s       *Store
+	entries []eventlog.Entry
+	firstOf []int // the index of each entry's first occurrence in the slice
+	uniq    []int // the entries published: the first occurrence of each
+	msgs    []*nats.Msg
+}
+
+// prepare makes the messages of entries, or says why the node takes no events now.
+func (s *Store) prepare(entries []eventlog.Entry) (*appendJob, error) {
 	if err := s.refusal(); err != nil {
 		return nil, err
 	}
 	if err := s.writeError(); err != nil {
 		return nil, err
 	}
-
 	// A repeat within the slice is answered with the cursor of its first occurrence, as
 	// the embedded log does; JetStream would refuse an atomic batch holding both.
-	firstOf := make([]int, len(entries))
-	var uniq []int
+	j := &appendJob{s: s, entries: entries, firstOf: make([]int, len(entries))}
 	var seen map[string]int
 	keys := make([]string, len(entries))
 	for i, e := range entries {
-		firstOf[i] = i
+		j.firstOf[i] = i
 		if s.dedupe {
 			keys[i] = msgID(e.Source, e.ID)
 			if len(entries) > 1 {
 				if seen == nil {
 					seen = make(map[string]int, len(entries))
 				}
-				if j, ok := seen[keys[i]]; ok {
-					firstOf[i] = j
+				if k, ok := seen[keys[i]]; ok {
+					j.firstOf[i] = k
 					continue
 				}
 				seen[keys[i]] = i
 			}
 		}
-		uniq = append(uniq, i)
+		j.uniq = append(j.uniq, i)
 	}
-
-	before, _ := s.tr.head()
-	floor := s.tr.floorTS()
-	msgs := make([]*nats.Msg, len(uniq))
-	for k, i := range uniq {
+	j.msgs = make([]*nats.Msg, len(j.uniq))
+	for k, i := range j.uniq {
 		h := nats.Header{hdrType: []string{entries[i].Type}}
-		if floor > 0 {
-			h[hdrFloor] = []string{formatFloor(floor)}
-		}
 		if s.dedupe {
 			h[hdrMsgID] = []string{keys[i]}
 		}
-		msgs[k] = &nats.Msg{Subject: s.subject, Header: h, Data: entries[i].JSON}
+		j.msgs[k] = &nats.Msg{Subject: s.subject, Header: h, Data: entries[i].JSON}
 	}
-	acks, err := s.publish(ctx, msgs)
-	if err != nil {
-		return nil, err
-	}
-	seqs := make([]uint64, len(acks))
-	trusted := true
-	for k, a := range acks {
-		seqs[k] = a.seq
-		if !a.dup && a.seq <= before {
-			// A new message cannot have a sequence this node saw before it was sent: the
-			// stream was recreated and numbers from 1 again. Read cursors from the stream.
-			trusted = false
-		}
-	}
-	if !trusted {
-		select {
-		case s.lookNow <- struct{}{}:
-		default:
-		}
-	}
-	cs, err := s.cursorsOf(ctx, seqs, trusted)
-	if err != nil {
-		return nil, fmt.Errorf("the events were stored, but reading back their cursors failed: %w", err)
-	}
+	return j, nil
+}
 
-	res := make([]eventlog.AppendResult, len(entries))
+// results answers the job's entries from where its messages landed, and counts them.
+func (j *appendJob) results(cs []cursor.Cursor, acks []ack) []eventlog.AppendResult {
+	res := make([]eventlog.AppendResult, len(j.entries))
 	var added, bytes, dups uint64
-	for k, i := range uniq {
+	for k, i := range j.uniq {
 		res[i] = eventlog.AppendResult{Cursor: cs[k], Duplicate: acks[k].dup}
 		if acks[k].dup {
 			dups++
 		} else {
 			added++
-			bytes += uint64(len(entries[i].JSON))
+			bytes += uint64(len(j.entries[i].JSON))
 		}
 	}
-	for i := range entries {
-		if j := firstOf[i]; j != i {
-			res[i] = eventlog.AppendResult{Cursor: res[j].Cursor, Duplicate: true}
+	for i := range j.entries {
+		if f := j.firstOf[i]; f != i {
+			res[i] = eventlog.AppendResult{Cursor: res[f].Cursor, Duplicate: true}
 			dups++
 		}
 	}
-	s.appended.Add(added)
-	s.appendedBytes.Add(bytes)
-	s.duplicates.Add(dups)
-	return res, nil
+	j.s.appended.Add(added)
+	j.s.appendedBytes.Add(bytes)
+	j.s.duplicates.Add(dups)
+	return res
+}
+
+// store stores msgs in order and returns where each landed and its cursor: as a chain when
+// the node can (see chain.go), else (and for messages a chain had refused) in shared mode.
+func (s *Store) store(ctx context.Context, msgs []*nats.Msg) ([]cursor.Cursor, []ack, error) {
+	return s.storeFrom(ctx, msgs, nil)
+}
+
+// storeFrom is store after a first chained publish of all msgs answered first (nil for
+// none).
+func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained) ([]cursor.Cursor, []ack, error) {
+	cs := make([]cursor.Cursor, len(msgs))
+	acks := make([]ack, len(msgs))
+	rest := make([]int, len(msgs)) // indexes of msgs not yet stored
+	for i := range rest {
+		rest[i] = i
+	}
+	stored := 0
+	for attempt := 0; attempt < 3 && len(rest) > 0 && (first != nil || s.chainable()); attempt++ {
+		var out []chained
+		if first != nil {
+			out, first = first, nil
+		} else {
+			batch := make([]*nats.Msg, len(rest))
+			for k, i := range rest {
+				batch[k] = msgs[i]
+			}
+			var err error
+			out, err = s.publishChained(ctx, batch)
+			if errors.Is(err, errNoChain) {
+				break
+			}
+			if err != nil {
+				return nil, nil, s.partial(err, stored, len(msgs))
+			}
+		}
+		var dups []int
+		var refused []int
+		var firstErr error
+		for k, o := range out {
+			i := rest[k]
+			switch {
+			case o.refused:
+				refused = append(refused, i)
+			case o.err != nil:
+				if firstErr == nil {
+					firstErr = o.err
+				}
+			default:
+				acks[i] = o.ack
+				stored++
+				if o.dup {
+					dups = append(dups, i)
+				} else {
+					cs[i] = cursor.New(o.ts, o.seq, cursor.NodeWidth)
+				}
+			}
+		}
+		if len(dups) > 0 {
+			seqs := make([]uint64, len(dups))
+			for k, i := range dups {
+				seqs[k] = acks[i].seq
+			}
+			dcs, err := s.cursorsOf(ctx, seqs, true)
+			if err != nil {
+				return nil, nil, fmt.Errorf("the events were stored, but reading back their cursors failed: %w", err)
+			}
+			for k, i := range dups {
+				cs[i] = dcs[k]
+			}
+		}
+		if firstErr != nil {
+			return nil, nil, s.partial(firstErr, stored, len(msgs))
+		}
+		rest = refused
+	}
+	if len(rest) == 0 {
+		return cs, acks, nil
+	}
+
+	// Shared mode: the stored times, from the ordered consumer or read back.
+	before, _ := s.tr.head()
+	floor := s.tr.floorTS()
+	batch := make([]*nats.Msg, len(rest))
+	for k, i := range rest {
+		m := msgs[i]
+		delete(m.Header, hdrTime)
+		delete(m.Header, hdrExpLastID)
+		delete(m.Header, hdrExpLastSeq)
+		if floor > 0 {
+			m.Header[hdrFloor] = []string{formatFloor(floor)}
+		}
+		batch[k] = m
+	}
+	a, err := s.publish(ctx, batch)
+	if err != nil {
+		return nil, nil, s.partial(err, stored, len(msgs))
+	}
+	seqs := make([]uint64, len(a))
+	trusted := true
+	for k, x := range a {
+		seqs[k] = x.seq
+		if !x.dup {
+			s.chain.noteOwn(x.seq)
+			if x.seq <= before {
+				// A new message cannot have a sequence this node saw before it was sent: the
+				// stream was recreated and numbers from 1 again. Read cursors from the stream.
+				trusted = false
+			}
+		}
+	}
+	if !trusted {
+		s.chain.forget()
+		select {
+		case s.lookNow <- struct{}{}:
+		default:
+		}
+	}
+	scs, err := s.cursorsOf(ctx, seqs, trusted)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the events were stored, but reading back their cursors failed: %w", err)
+	}
+	for k, i := range rest {
+		cs[i], acks[i] = scs[k], a[k]
+	}
+	return cs, acks, nil
+}
+
+// queued is an append EnqueueAfter gave its place.
+type queued struct {
+	done    chan struct{}
+	res     []eventlog.AppendResult
+	err     error
+	chained bool   // its messages were sent on the chain as it stood, in epoch
+	epoch   uint64 // (chain.epoch)
+}
+
+func (q *queued) Done() <-chan struct{}                    { return q.done }
+func (q *queued) Result() ([]eventlog.AppendResult, error) { return q.res, q.err }
+
+func (q *queued) finished() bool {
+	select {
+	case <-q.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// EnqueueAfter gives entries their place after every append queued before it and returns
+// without waiting for them to be stored (as eventlog.Log.EnqueueAfter does for the node's
+// ordered batches); they are stored only if prev (queued by this store, or nil) is. When
+// prev went out on the chain as it stands, or is done, entries are published at once as
+// its continuation, so that a client's next batch travels while this one is stored: a
+// chain never leaves a gap, so they are stored only after prev's last message. Otherwise
+// they are published once prev is done.
+func (s *Store) EnqueueAfter(ctx context.Context, entries []eventlog.Entry, prev *eventlog.Pending) (*eventlog.Pending, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	if !s.enter() {
+		return nil, eventlog.ErrClosed
+	}
+	j, err := s.prepare(entries)
+	if err != nil {
+		s.leave()
+		return nil, err
+	}
+	var pq *queued
+	if prev != nil {
+		pq, _ = prev.Queued().(*queued)
+	}
+	q := &queued{done: make(chan struct{})}
+	var sent *chainSend
+	if s.chainable() {
+		c := &s.chain
+		c.mu.Lock()
+		if c.known && !time.Now().Before(c.shared) && (pq == nil || pq.finished() || pq.chained && pq.epoch == c.epoch) {
+			sent, _ = s.sendLocked(j.msgs)
+		}
+		c.mu.Unlock()
+		if sent != nil {
+			q.chained, q.epoch = true, sent.epoch
+		}
+	}
+	go func() {
+		defer s.leave()
+		defer close(q.done)
+		// The append goes on when the request that made it is gone, as the log's does.
+		wctx := context.WithoutCancel(ctx)
+		var first []chained
+		if sent != nil {
+			first = sent.collect(wctx)
+		}
+		if pq != nil {
+			select {
+			case <-pq.done:
+			case <-s.quit:
+				q.err = eventlog.ErrClosed
+				return
+			}
+			if pq.err != nil && !allStored(first, len(j.msgs)) {
+				// A chain is refused whole behind a message that was not stored; what was
+				// stored of this one followed prev's last message (its acknowledgement was
+				// what failed).
+				stored := 0
+				for _, o := range first {
+					if !o.refused && o.err == nil {
+						stored++
+					}
+				}
+				q.err = s.partial(eventlog.ErrPredecessorNotStored, stored, len(j.msgs))
+				return
+			}
+		}
+		cs, acks, err := s.storeFrom(wctx, j.msgs, first)
+		if err != nil {
+			q.err = err
+			return
+		}
+		q.res = j.results(cs, acks)
+	}()
+	return eventlog.NewPending(q), nil
+}
+
+// allStored reports whether a chained publish of n messages stored (or found) them all.
+func allStored(out []chained, n int) bool {
+	if len(out) != n {
+		return false
+	}
+	for _, o := range out {
+		if o.refused || o.err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// partial is err for an append of n messages of which stored were stored.
+func (s *Store) partial(err error, stored, n int) error {
+	if stored == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", err, stored, n)
 }
 
 // publish stores msgs in order and returns where each landed.

@@ -17,10 +17,11 @@ import (
 
 // smsg is a stored message as the node serves it.
 type smsg struct {
-	seq  uint64
-	ts   int64  // the cursor's timestamp part: the stored time, raised to the floor header
-	typ  string // the event's type, served as an item's "event"
-	data []byte // the event in the CloudEvents JSON format
+	seq   uint64
+	ts    int64  // the cursor's timestamp part (see cursorTS)
+	typ   string // the event's type, served as an item's "event"
+	msgID string // its Nats-Msg-Id, if any
+	data  []byte // the event in the CloudEvents JSON format
 }
 
 // presentLimits bound the events made of messages: NATS messages may be far larger than
@@ -42,11 +43,12 @@ var presentLimits = cevent.Limits{MaxEventBytes: 256 << 20}
 //     has one.
 func (s *Store) present(seq uint64, subject string, h nats.Header, data []byte, stored time.Time) smsg {
 	m := smsg{seq: seq, ts: stored.UnixNano()}
+	if id := h[hdrMsgID]; len(id) > 0 {
+		m.msgID = id[0]
+	}
 	if t := h[hdrType]; len(t) > 0 {
 		m.typ, m.data = t[0], data
-		if f := h[hdrFloor]; len(f) > 0 {
-			m.ts = max(m.ts, parseFloor(f[0]))
-		}
+		m.ts = cursorTS(h, m.ts)
 		return m
 	}
 	if ev, ok := binaryEvent(h, data); ok {
@@ -61,6 +63,20 @@ func (s *Store) present(seq uint64, subject string, h nats.Header, data []byte, 
 	}
 	m.typ, m.data = subject, s.wrap(seq, subject, h, data, stored)
 	return m
+}
+
+// cursorTS is the cursor time of a message evtctl published, stored at stored: the time
+// its chain gave it (see chain.go), else the stored time raised to its floor header.
+func cursorTS(h nats.Header, stored int64) int64 {
+	if v := h[hdrTime]; len(v) > 0 {
+		if t := parseFloor(v[0]); t > 0 {
+			return t
+		}
+	}
+	if f := h[hdrFloor]; len(f) > 0 {
+		return max(stored, parseFloor(f[0]))
+	}
+	return stored
 }
 
 // binaryEvent decodes a message in the binary content mode.

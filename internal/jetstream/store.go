@@ -4,18 +4,23 @@
 // Every event is one message of the stream, in JSON format, on one subject. Its cursor
 // comes from the stream itself, so every node in front of the stream hands out the same
 // cursor for the same event: the sequence part is the stream sequence, the timestamp part
-// the message's stored time, raised to the Evtctl-Floor header (the newest cursor time the
-// publishing node had seen), so that it does not go backwards when a new stream leader's
-// clock is behind the old one's. Cursors this store handed out are found again by their
-// sequence; other positions (a time, a cursor of another log) by binary search.
+// the time in the message's Evtctl-Time header, which the publishing node chose as it
+// chained the message to the one before it (see chain.go). A message without one (stored
+// by another writer, or by a node in shared mode) has its stored time, raised to its
+// Evtctl-Floor header (the newest cursor time the publishing node had seen), so that it
+// does not go backwards when a new stream leader's clock is behind the old one's. Cursors
+// this store handed out are found again by their sequence; other positions (a time, a
+// cursor of another log) by binary search.
 //
 // A stream evtctl did not write is served too: each message is presented as a CloudEvent
 // (see Store.present), and such a node takes no events unless given a subject to publish
 // them on.
 //
 // Long reads stream from ordered consumers, short ones and lookups are direct gets (see
-// source.go); a node wakes its waiting readers from one ordered consumer of its own
-// (headers only), which also tells it the newest cursor. It works with nats-server 2.10
+// source.go); a node learns of its own messages from their acknowledgements, and wakes its
+// waiting readers from one ordered consumer of its own (headers only), which runs while
+// readers wait or the node publishes in shared mode, and tells it of other writers'
+// messages (else its look at the stream, once a second, does). It works with nats-server 2.10
 // and later, using what each server line adds (batched direct gets in 2.11, atomic batch
 // publish in 2.12) when the server it is connected to has it.
 package jetstream
@@ -118,18 +123,23 @@ type Store struct {
 	str        atomic.Pointer[jetstream.Stream]
 	recheck    atomic.Bool // the connection was made again: look at the server's version
 
-	tr tracker
+	tr    tracker
+	chain chain
+	clock serverClock
 
-	mu       sync.Mutex
-	state    jetstream.StreamState // from the last stream info
-	created  time.Time             // when the stream followed was created: another time means it was recreated
-	status   error                 // why the stream cannot serve now, from the last look; nil when it can
-	readErr  error                 // why the last read failed; nil once one succeeds
-	refused  error                 // the server connected to is too old
-	writeErr error                 // why the node takes no events (a stream it did not write), or nil
-	oldest   oldestCache
-	restart  chan struct{} // asks the watcher to start over (the stream was recreated)
-	lookNow  chan struct{} // asks the poller to look at the stream at once
+	mu        sync.Mutex
+	state     jetstream.StreamState // from the last stream info
+	created   time.Time             // when the stream followed was created: another time means it was recreated
+	status    error                 // why the stream cannot serve now, from the last look; nil when it can
+	readErr   error                 // why the last read failed; nil once one succeeds
+	refused   error                 // the server connected to is too old
+	writeErr  error                 // why the node takes no events (a stream it did not write), or nil
+	oldest    oldestCache
+	restart   chan struct{} // asks the watcher to start over (the stream was recreated)
+	lookNow   chan struct{} // asks the poller to look at the stream at once
+	wantCons  chan struct{} // asks watch to look whether its consumer is needed
+	interest  atomic.Int64  // when a reader last called Changed (Unix nanoseconds)
+	consuming atomic.Bool   // the ordered consumer runs
 
 	closeMu sync.RWMutex // held for reading by calls in progress, for writing by Close
 	closing atomic.Bool
@@ -177,16 +187,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("NATS subject %q: events need one plain subject, without wildcards, spaces or empty tokens", opts.Subject)
 	}
 	s := &Store{
-		opts:    opts,
-		log:     opts.Logger,
-		subject: opts.Subject,
-		getSubj: "$JS.API.DIRECT.GET." + opts.Stream,
-		source:  sourceOf(opts.Stream),
-		dedupe:  opts.DedupeWindow > 0,
-		batches: make(chan struct{}, opts.MaxBatches),
-		restart: make(chan struct{}, 1),
-		lookNow: make(chan struct{}, 1),
-		quit:    make(chan struct{}),
+		opts:     opts,
+		log:      opts.Logger,
+		subject:  opts.Subject,
+		getSubj:  "$JS.API.DIRECT.GET." + opts.Stream,
+		source:   sourceOf(opts.Stream),
+		dedupe:   opts.DedupeWindow > 0,
+		batches:  make(chan struct{}, opts.MaxBatches),
+		restart:  make(chan struct{}, 1),
+		lookNow:  make(chan struct{}, 1),
+		wantCons: make(chan struct{}, 1),
+		quit:     make(chan struct{}),
 	}
 	s.tr.init()
 	sctx, cancel := context.WithTimeout(ctx, opts.StartupWait)
@@ -365,6 +376,7 @@ func (s *Store) info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	}
 	s.str.Store(&str)
 	info := str.CachedInfo()
+	s.clock.note(info.TimeStamp, time.Now())
 	s.noteConfig(info.Config)
 	return info, nil
 }
@@ -452,7 +464,14 @@ func (s *Store) streamStatus() error {
 
 // Changed implements eventlog.Store: the channel is closed when this node learns of a new
 // message in the stream (from any node), or when the store closes.
-func (s *Store) Changed() <-chan struct{} { return s.tr.changedChan() }
+// A call says a reader may wait: the node follows the stream (see watch) while readers do.
+func (s *Store) Changed() <-chan struct{} {
+	now := time.Now().UnixNano()
+	if prev := s.interest.Swap(now); time.Duration(now-prev) >= interestFor/2 {
+		s.wantConsumer()
+	}
+	return s.tr.changedChan()
+}
 
 // Stats implements eventlog.Store. Counts of the stream come from its last stream info
 // (at most about a second old), moved on by the messages this node has seen since.

@@ -13,9 +13,9 @@ import (
 	evserver "github.com/evtctl/evtctl/internal/server"
 )
 
-// Readers waiting on a node cost it nothing on NATS: fifty long-polls add no subscription
-// and no request, and the one append that follows wakes them all, through the node's own
-// ordered consumer.
+// Readers waiting on a node cost it nothing on NATS: the first one starts the node's
+// ordered consumer, forty-nine more add no subscription and no request, and the one append
+// that follows wakes them all, through that consumer.
 func TestWaitingReadersShareOneSubscription(t *testing.T) {
 	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "WAITERS", storetest.Config{}, 1)
@@ -26,7 +26,6 @@ func TestWaitingReadersShareOneSubscription(t *testing.T) {
 	defer hs.Close()
 	defer h.Shutdown()
 
-	subs := srv.NumSubscriptions()
 	inMsgs := func() int64 {
 		v, err := srv.Varz(nil)
 		if err != nil {
@@ -34,10 +33,18 @@ func TestWaitingReadersShareOneSubscription(t *testing.T) {
 		}
 		return v.InMsgs
 	}
-	before := inMsgs()
 	const n = 50
 	bodies := make(chan string, n)
-	for range n {
+	wait := func(k int64) {
+		deadline := time.Now().Add(10 * time.Second)
+		for h.Waiters() != k {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d long-polls wait, want %d", h.Waiters(), k)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	poll := func() {
 		go func() {
 			resp, err := http.Get(hs.URL + "/events?waitTime=20s&after=" + head.String())
 			if err != nil {
@@ -49,13 +56,24 @@ func TestWaitingReadersShareOneSubscription(t *testing.T) {
 			bodies <- string(b)
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Waiters() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d long-polls wait, want %d", h.Waiters(), n)
+	poll()
+	wait(1)
+	subs := srv.NumSubscriptions()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(100 * time.Millisecond) // the consumer starting
+		if got := srv.NumSubscriptions(); got == subs {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("NATS subscriptions still change: %d, then %d", subs, got)
+		} else {
+			subs = got
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	before := inMsgs()
+	for range n - 1 {
+		poll()
+	}
+	wait(n)
 	if got := srv.NumSubscriptions(); got != subs {
 		t.Fatalf("%d NATS subscriptions with %d waiting readers, %d before", got, n, subs)
 	}

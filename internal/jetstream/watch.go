@@ -152,13 +152,30 @@ func (t *tracker) close() {
 }
 
 // watch follows the stream with one ordered consumer that delivers headers only: the
-// sequence, stored time and floor of each new message. It starts over when the consumer
-// cannot be set up (the stream has no leader yet) or the stream was recreated.
+// sequence, cursor time and floor of each new message. It runs while the node needs it
+// (see consumerWanted): a node that chains its own appends and has no reader waiting
+// learns of its own messages from their acknowledgements, and of other writers' from
+// the poll. It starts over when the consumer cannot be set up (the stream has no leader
+// yet) or the stream was recreated.
 func (s *Store) watch() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
+		if !s.consumerWanted() {
+			s.consuming.Store(false)
+			select {
+			case <-s.quit:
+				return
+			case <-s.wantCons:
+			case <-tick.C:
+			case <-s.restart:
+			}
+			continue
+		}
 		last, _ := s.tr.head()
 		cc, err := s.consume(last + 1)
 		if err != nil {
+			s.consuming.Store(false)
 			s.log.Debug("following the NATS JetStream stream", "err", err)
 			select {
 			case <-s.quit:
@@ -167,13 +184,44 @@ func (s *Store) watch() {
 				continue
 			}
 		}
-		select {
-		case <-s.quit:
-			cc.Stop()
-			return
-		case <-s.restart:
-			cc.Stop()
+		s.consuming.Store(true)
+	follow:
+		for {
+			select {
+			case <-s.quit:
+				cc.Stop()
+				return
+			case <-s.restart:
+				cc.Stop()
+				break follow
+			case <-tick.C:
+				if !s.consumerWanted() {
+					cc.Stop()
+					break follow
+				}
+			}
 		}
+	}
+}
+
+// interestFor is how long the consumer keeps running after a reader last waited.
+const interestFor = 30 * time.Second
+
+// consumerWanted reports whether the node needs its ordered consumer now: it publishes in
+// shared mode (or cannot chain at all, as on a stream that takes atomic batches), or a
+// reader waited for new events in the last interestFor.
+func (s *Store) consumerWanted() bool {
+	if !s.chainable() || s.chain.sharedMode() {
+		return true
+	}
+	return time.Since(time.Unix(0, s.interest.Load())) < interestFor
+}
+
+// wantConsumer asks watch to look at once whether the consumer is needed.
+func (s *Store) wantConsumer() {
+	select {
+	case s.wantCons <- struct{}{}:
+	default:
 	}
 }
 
@@ -193,7 +241,7 @@ func (s *Store) consume(start uint64) (jetstream.ConsumeContext, error) {
 		if err != nil {
 			return
 		}
-		ts := max(md.Timestamp.UnixNano(), parseFloor(m.Headers().Get(hdrFloor)))
+		ts := cursorTS(m.Headers(), md.Timestamp.UnixNano())
 		s.tr.note(md.Sequence.Stream, ts, md.NumPending == 0)
 	},
 		// Missing heartbeats make the consumer start over on another server: after about
@@ -261,9 +309,10 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 	s.setState(st)
 	last, _ := s.tr.head()
 	switch {
-	case st.LastSeq > last && last == *seen:
+	case st.LastSeq > last && (last == *seen || !s.consuming.Load()):
 		// The ordered consumer has not moved for a whole poll while the stream did (it is
-		// starting over on another server): take the head from the stream.
+		// starting over on another server), or is not running while another writer stored
+		// messages: take the head from the stream.
 		m, ok, err := s.first(ctx, st.LastSeq)
 		if err == nil && ok && m.seq == st.LastSeq {
 			s.tr.note(m.seq, m.ts, true)
@@ -305,6 +354,7 @@ func (s *Store) checkVersion() {
 
 // startOver follows a stream that was recreated: its sequences begin again at 1.
 func (s *Store) startOver(ctx context.Context) {
+	s.chain.forget()
 	s.reapReaders(true) // they read the old stream
 	if err := s.loadHead(ctx); err != nil {
 		return // the next look tries again

@@ -1,0 +1,343 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+)
+
+// Chained publishing: how a node stores events without reading each one back.
+//
+// A cursor's time must grow with the stream sequence, and every node must derive the same
+// cursor from a message. A message's stored time does both, but JetStream's publish
+// acknowledgement does not carry it, so a node that used it had to have every message
+// delivered to it a second time (a headers-only consumer) before it could answer an ingest
+// request — measured as a third of the node's ingest rate.
+//
+// So a node publishes its events as a chain: it keeps the stream's last message (sequence,
+// cursor time, message id) and gives each new message a cursor time of its own choosing in
+// the Evtctl-Time header, at least the time of the message before it, with a condition that
+// JetStream checks when it stores the message: Nats-Expected-Last-Msg-Id names the message
+// before it in the chain (Nats-Expected-Last-Sequence for the first, after the node read the
+// stream's last message). A message is therefore stored only directly after the message
+// whose time the node knew, so cursor times grow along the stream, and once one message of
+// the chain is refused every later one is too: a chain never leaves a gap.
+//
+// The time a node chooses follows the clock of the server that stores the stream (sampled
+// from its stream info, see serverClock), a little behind it, so that it is no later than
+// the message's stored time. A message published without a chain (by another writer,
+// or by this node in shared mode) takes its stored time as before, so it sorts after a
+// chained message stored before it.
+//
+// When another writer stores messages in the stream, chained messages are refused. The
+// node then publishes as before, for sharedFor, in shared mode: messages carry the floor
+// header and their cursors come from the stored times its ordered consumer reports. After
+// that it reads the stream's last message and chains again if nobody else has written.
+const (
+	hdrTime       = "Evtctl-Time" // hex Unix nanoseconds: the cursor time a chained message was given
+	hdrExpLastID  = "Nats-Expected-Last-Msg-Id"
+	hdrExpLastSeq = "Nats-Expected-Last-Sequence"
+
+	errWrongLastMsgID = 10070
+	errWrongLastSeq   = 10071
+
+	// sharedFor is how long a node publishes in shared mode after another writer was seen.
+	sharedFor = 10 * time.Second
+	// clockStale is the age past which a sample of the server's clock is not used.
+	clockStale = 10 * time.Second
+)
+
+// serverClock estimates the clock of the server that stores the stream, from the time in
+// its stream info replies (sampled every second): the server wrote that time before the
+// node received the reply, so that time plus the node's elapsed (monotonic) time since is
+// behind the server's clock by the reply's travel time. Two clocks disciplined by NTP
+// drift apart by a few microseconds a second, less than a publish takes to be stored; a
+// clock that jumps is what the floor header is for, as before chains.
+type serverClock struct {
+	mu sync.Mutex
+	ts time.Time // the server's time in the reply
+	at time.Time // when the node received it (with its monotonic reading)
+}
+
+func (c *serverClock) note(ts time.Time, at time.Time) {
+	if ts.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ts, c.at = ts, at
+}
+
+// now is the estimate, in Unix nanoseconds; false without a recent sample.
+func (c *serverClock) now() (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ts.IsZero() {
+		return 0, false
+	}
+	d := time.Since(c.at)
+	if d > clockStale {
+		return 0, false
+	}
+	return c.ts.Add(d).UnixNano(), true
+}
+
+// chain is this node's view of the end of the stream, for chained publishing.
+type chain struct {
+	mu       sync.Mutex
+	known    bool   // seq, ts and id are the stream's last message (or the last this node chained)
+	seq      uint64 // the stream's last message
+	ts       int64  // its cursor time
+	id       string // its message id; "" when it has none
+	synced   bool   // the stream's last message was read once
+	own      uint64 // the newest sequence this node stored, or found last when it read the stream's end
+	epoch    uint64 // counts the times the chain's end became unknown
+	inflight int    // chained messages published and not all answered
+	drained  chan struct{}
+	shared   time.Time // publish in shared mode until then
+}
+
+// noteOwn records a message this node stored.
+func (c *chain) noteOwn(seq uint64) {
+	c.mu.Lock()
+	c.own = max(c.own, seq)
+	c.mu.Unlock()
+}
+
+// sharedMode reports whether appends are published without a chain now.
+func (c *chain) sharedMode() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Before(c.shared)
+}
+
+// forget makes the next chained append read the stream's last message first.
+func (c *chain) forget() {
+	c.mu.Lock()
+	c.breakLocked()
+	c.mu.Unlock()
+}
+
+// errNoChain says an append is to be published in shared mode.
+var errNoChain = errors.New("publish without a chain")
+
+// chainable reports whether this node publishes chains at all: it needs message ids
+// (duplicate suppression on) and a stream that takes its messages one by one.
+func (s *Store) chainable() bool {
+	return s.dedupe && !s.atomic.Load() && s.writeError() == nil
+}
+
+// chained is what became of one message of a chain.
+type chained struct {
+	ack
+	ts      int64 // its cursor time, when stored
+	refused bool  // refused for its place in the chain: not stored, to be published again
+	err     error // it failed otherwise
+}
+
+// publishChained publishes msgs (each with a message id) as the continuation of this
+// node's chain and waits for them. errNoChain when they are to be published in shared mode
+// (nothing was published). Messages refused for their place are marked refused; the node
+// then reads the stream's last message before it chains again.
+func (s *Store) publishChained(ctx context.Context, msgs []*nats.Msg) ([]chained, error) {
+	c := &s.chain
+	c.mu.Lock()
+	for {
+		if time.Now().Before(c.shared) {
+			c.mu.Unlock()
+			return nil, errNoChain
+		}
+		if c.known {
+			break
+		}
+		if c.inflight > 0 {
+			// Messages chained before are not all answered: the end is not known yet.
+			if c.drained == nil {
+				c.drained = make(chan struct{})
+			}
+			ch := c.drained
+			c.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-s.quit:
+				return nil, errNoChain
+			}
+			c.mu.Lock()
+			continue
+		}
+		if err := s.resync(ctx); err != nil {
+			c.mu.Unlock()
+			s.log.Debug("reading the NATS JetStream stream's last message", "err", err)
+			return nil, errNoChain
+		}
+	}
+	sent, ok := s.sendLocked(msgs)
+	c.mu.Unlock()
+	if !ok {
+		return nil, errNoChain
+	}
+	return sent.collect(ctx), nil
+}
+
+// chainSend is a run of messages published as part of the chain, being answered.
+type chainSend struct {
+	s     *Store
+	msgs  []*nats.Msg
+	futs  []jetstream.PubAckFuture
+	ts    []int64
+	err   error  // why the messages after futs were not sent
+	epoch uint64 // the chain's epoch they were sent in
+}
+
+// sendLocked publishes msgs as the chain's continuation (c.mu held, the chain known); false
+// without a recent sample of the server's clock (nothing sent). It publishes under the
+// lock, so that the connection carries the chain in its order.
+func (s *Store) sendLocked(msgs []*nats.Msg) (*chainSend, bool) {
+	c := &s.chain
+	now, ok := s.clock.now()
+	if !ok {
+		return nil, false
+	}
+	cs := &chainSend{s: s, msgs: msgs, futs: make([]jetstream.PubAckFuture, 0, len(msgs)), ts: make([]int64, len(msgs)), epoch: c.epoch}
+	for i, m := range msgs {
+		t := max(c.ts, now)
+		m.Header[hdrTime] = []string{formatFloor(t)}
+		delete(m.Header, hdrFloor)
+		delete(m.Header, hdrExpLastSeq)
+		delete(m.Header, hdrExpLastID)
+		if c.id != "" {
+			m.Header[hdrExpLastID] = []string{c.id}
+		} else {
+			m.Header[hdrExpLastSeq] = []string{strconv.FormatUint(c.seq, 10)}
+		}
+		f, err := s.pub.PublishMsgAsync(m, jetstream.WithStallWait(s.opts.Timeout))
+		if err != nil {
+			cs.err = err
+			c.breakLocked()
+			break
+		}
+		cs.futs = append(cs.futs, f)
+		cs.ts[i] = t
+		c.seq++
+		c.ts, c.id = t, m.Header[hdrMsgID][0]
+	}
+	c.inflight += len(cs.futs)
+	return cs, true
+}
+
+// breakLocked marks the chain's end unknown: the next chained publish reads it first.
+func (c *chain) breakLocked() {
+	if c.known {
+		c.known = false
+		c.epoch++
+	}
+}
+
+// collect waits for the answers to a chained publish.
+func (cs *chainSend) collect(ctx context.Context) []chained {
+	s, c := cs.s, &cs.s.chain
+	out := make([]chained, len(cs.msgs))
+	var last uint64
+	var lastTS int64
+	broken := false
+	t := time.NewTimer(s.opts.Timeout + time.Second) // the publisher's own timeout fires first
+	defer t.Stop()
+	for i, f := range cs.futs {
+		select {
+		case pa := <-f.Ok():
+			switch {
+			case pa.Sequence == 0:
+				out[i].err = unavailable("NATS JetStream acknowledged a message without a sequence")
+			case pa.Duplicate:
+				out[i].ack = ack{seq: pa.Sequence, dup: true}
+				broken = true // the message after it expects it to be the last
+			default:
+				out[i].ack, out[i].ts = ack{seq: pa.Sequence}, cs.ts[i]
+				if pa.Sequence > last {
+					last, lastTS = pa.Sequence, cs.ts[i]
+				}
+			}
+		case e := <-f.Err():
+			var ae *jetstream.APIError
+			if errors.As(e, &ae) && (ae.ErrorCode == errWrongLastMsgID || ae.ErrorCode == errWrongLastSeq) {
+				out[i].refused = true
+			} else {
+				out[i].err = s.pubErr(e)
+			}
+		case <-t.C:
+			out[i].err = errAckTimeout
+		case <-ctx.Done():
+			out[i].err = ctx.Err()
+		case <-s.quit:
+			out[i].err = eventlog.ErrClosed
+		}
+		if out[i].err != nil || out[i].refused {
+			broken = true
+		}
+	}
+	for i := len(cs.futs); i < len(cs.msgs); i++ {
+		out[i].err = s.pubErr(cs.err)
+	}
+
+	c.mu.Lock()
+	c.inflight -= len(cs.futs)
+	if broken && c.epoch == cs.epoch {
+		c.breakLocked()
+	}
+	c.own = max(c.own, last)
+	if c.inflight == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+	c.mu.Unlock()
+	if last > 0 {
+		for _, o := range out {
+			if o.seq != 0 && !o.dup && o.err == nil && !o.refused && o.seq != last {
+				s.tr.note(o.seq, o.ts, false)
+			}
+		}
+		s.tr.note(last, lastTS, true)
+	}
+	return out
+}
+
+// resync reads the stream's last message into the chain (c.mu held). When messages were
+// stored since the newest this node stored, another writer is at work: the node publishes
+// in shared mode for a while.
+func (s *Store) resync(ctx context.Context) error {
+	c := &s.chain
+	info, err := s.info(ctx)
+	if err != nil {
+		return err
+	}
+	last := info.State.LastSeq
+	var m smsg
+	if last > 0 {
+		got, ok, err := s.first(ctx, last)
+		if err != nil {
+			return err
+		}
+		if !ok || got.seq != last {
+			return unavailable("the stream's last message (%d) was not found", last)
+		}
+		m = got
+	}
+	if c.synced && last > c.own {
+		c.shared = time.Now().Add(sharedFor)
+		s.log.Debug("another writer stores messages in the NATS JetStream stream: publishing in shared mode", "for", sharedFor)
+		s.wantConsumer()
+	}
+	c.synced, c.known = true, true
+	c.seq, c.ts, c.id = last, m.ts, m.msgID
+	c.own = last
+	return nil
+}

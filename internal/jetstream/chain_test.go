@@ -1,0 +1,268 @@
+package jetstream_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/eventlog/storetest"
+	"github.com/evtctl/evtctl/internal/jetstream"
+	"github.com/evtctl/evtctl/internal/jetstream/natstest"
+	"github.com/evtctl/evtctl/pkg/cursor"
+)
+
+// readAll reads every item of s, oldest first.
+func readAll(t testing.TB, s eventlog.Store) []eventlog.Item {
+	t.Helper()
+	var items []eventlog.Item
+	q := eventlog.Query{Max: 1000, Ascending: true}
+	for {
+		p, err := s.Read(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, p.Items...)
+		if len(p.Items) < q.Max {
+			return items
+		}
+		q.After = p.Items[len(p.Items)-1].Cursor
+	}
+}
+
+// checkOrder fails unless cursors grow strictly along items and every event is there once.
+func checkOrder(t testing.TB, items []eventlog.Item, want int) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, it := range items {
+		if i > 0 && !items[i-1].Cursor.Before(it.Cursor) {
+			t.Fatalf("cursor %v (item %d) does not come after %v", it.Cursor, i, items[i-1].Cursor)
+		}
+		k := string(it.JSON)
+		if seen[k] {
+			t.Fatalf("item %d is there twice: %s", i, it.JSON)
+		}
+		seen[k] = true
+	}
+	if len(items) != want {
+		t.Fatalf("read %d items, want %d", len(items), want)
+	}
+}
+
+// Two nodes storing events in one stream at the same time: each event is stored once, at
+// the cursor its node acknowledged; cursors grow along the stream, are the same read from
+// either node, and stay near the clock.
+func TestTwoWriters(t *testing.T) {
+	srv := natstest.Solo(t)
+	a := open(t, srv.ClientURL(), "TWO", storetest.Config{}, 1)
+	defer a.Close()
+	b := open(t, srv.ClientURL(), "TWO", storetest.Config{}, 1)
+	defer b.Close()
+	const batches, per = 20, 50
+	acked := make(map[string]cursor.Cursor)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w, s := range []*jetstream.Store{a, b} {
+		wg.Go(func() {
+			for k := range batches {
+				entries := make([]eventlog.Entry, per)
+				for i := range entries {
+					entries[i] = ev(100_000*(w+1) + k*per + i)
+				}
+				res, err := s.Append(ctx, entries)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for i, r := range res {
+					if r.Duplicate {
+						t.Errorf("event %s answered as a duplicate", entries[i].ID)
+					}
+					acked[string(entries[i].JSON)] = r.Cursor
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	itemsA, itemsB := readAll(t, a), readAll(t, b)
+	checkOrder(t, itemsA, 2*batches*per)
+	for i, it := range itemsA {
+		if itemsB[i].Cursor != it.Cursor {
+			t.Fatalf("item %d: cursor %v read from one node, %v from the other", i, it.Cursor, itemsB[i].Cursor)
+		}
+		if c := acked[string(it.JSON)]; c != it.Cursor {
+			t.Fatalf("item %d read at %v, acknowledged at %v", i, it.Cursor, c)
+		}
+		if ts := time.Unix(0, it.Cursor.TS); ts.Before(start.Add(-time.Second)) || ts.After(time.Now().Add(time.Second)) {
+			t.Fatalf("item %d: cursor time %v, not between %v and now", i, ts, start)
+		}
+	}
+}
+
+// An event sent again in a chain of new ones is answered with its first cursor, and the
+// new ones after it are stored after the others, in order.
+func TestChainWithARepeat(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "REPEAT", storetest.Config{}, 1)
+	defer s.Close()
+	first, err := s.Append(ctx, []eventlog.Entry{ev(1), ev(2), ev(3), ev(4), ev(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, []eventlog.Entry{ev(6), ev(3), ev(7), ev(8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[1].Duplicate || res[1].Cursor != first[2].Cursor || res[0].Duplicate || res[2].Duplicate || res[3].Duplicate {
+		t.Fatalf("answers %+v; the repeat's first cursor is %v", res, first[2].Cursor)
+	}
+	items := readAll(t, s)
+	checkOrder(t, items, 8)
+	for i, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
+		if string(items[i].JSON) != string(ev(n).JSON) {
+			t.Fatalf("item %d is %s, want event %d", i, items[i].JSON, n)
+		}
+	}
+	if items[6].Cursor != res[2].Cursor || items[7].Cursor != res[3].Cursor {
+		t.Fatalf("read %v %v, acknowledged %v %v", items[6].Cursor, items[7].Cursor, res[2].Cursor, res[3].Cursor)
+	}
+}
+
+// A message chained by a node has a cursor time no later than its stored time, so that a
+// message stored after it without a chain (whose cursor time is its stored time) sorts
+// after it; and other writers' messages in between keep the order.
+func TestChainTimesFollowTheServer(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "CLOCK", storetest.Config{}, 1)
+	defer s.Close()
+	_, js := connect(t, srv.ClientURL())
+	for i := range 20 {
+		appendOne(t, s, ev(i))
+		if i%5 == 4 {
+			publishRaw(t, js, "evtctl.clock", []byte(`{"other":`+strconv.Itoa(i)+`}`))
+		}
+	}
+	str, err := js.Stream(ctx, "CLOCK")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainedMsgs := 0
+	for seq := uint64(1); seq <= 24; seq++ {
+		m, err := str.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := m.Header.Get("Evtctl-Time")
+		if v == "" {
+			continue
+		}
+		chainedMsgs++
+		ts, err := strconv.ParseInt(v, 16, 64)
+		if err != nil || ts > m.Time.UnixNano() {
+			t.Fatalf("message %d: chained time %s (%v) after its stored time %v", seq, v, time.Unix(0, ts), m.Time)
+		}
+	}
+	if chainedMsgs == 0 {
+		t.Fatal("no message was chained")
+	}
+	checkOrder(t, readAll(t, s), 24)
+}
+
+// Batches queued one behind the other go out before the one before them is stored, and
+// are stored in their order.
+func TestEnqueueAfterInOrder(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "QUEUE", storetest.Config{}, 1)
+	defer s.Close()
+	var prev *eventlog.Pending
+	var ps []*eventlog.Pending
+	for k := range 10 {
+		entries := make([]eventlog.Entry, 100)
+		for i := range entries {
+			entries[i] = ev(k*100 + i)
+		}
+		p, err := s.EnqueueAfter(ctx, entries, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, prev = append(ps, p), p
+	}
+	var acked []cursor.Cursor
+	for _, p := range ps {
+		res, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			acked = append(acked, r.Cursor)
+		}
+	}
+	items := readAll(t, s)
+	checkOrder(t, items, 1000)
+	for i, it := range items {
+		if string(it.JSON) != string(ev(i).JSON) || it.Cursor != acked[i] {
+			t.Fatalf("item %d: %s at %v, want event %d at %v", i, it.JSON, it.Cursor, i, acked[i])
+		}
+	}
+}
+
+// A batch the stream refuses one event of (too large for it) stores nothing after that
+// event, and a batch queued behind it is not stored after the gap: it fails with
+// eventlog.ErrPredecessorNotStored, storing nothing.
+func TestEnqueueAfterAFailure(t *testing.T) {
+	srv := natstest.Solo(t)
+	_, js := connect(t, srv.ClientURL())
+	foreignStream(t, js, natsjs.StreamConfig{Name: "SMALL", Subjects: []string{"evtctl.small"}, AllowDirect: true,
+		MaxMsgSize: 2048, Duplicates: time.Minute})
+	s := openForeign(t, srv.ClientURL(), "SMALL")
+	batch := func(from int) []eventlog.Entry {
+		entries := make([]eventlog.Entry, 4)
+		for i := range entries {
+			entries[i] = ev(from + i)
+		}
+		return entries
+	}
+	p1, err := s.EnqueueAfter(ctx, batch(0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := ev(5)
+	big.JSON = []byte(`{"specversion":"1.0","id":"id-5","source":"/test","type":"t","data":"` + strings.Repeat("x", 3000) + `"}`)
+	second := batch(4)
+	second[1] = big
+	p2, err := s.EnqueueAfter(ctx, second, p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3, err := s.EnqueueAfter(ctx, batch(8), p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p1.Wait(ctx); err != nil {
+		t.Fatalf("the first batch: %v", err)
+	}
+	if _, err := p2.Wait(ctx); err == nil || errors.Is(err, eventlog.ErrPredecessorNotStored) || !strings.Contains(err.Error(), "1 of 4 events were stored") {
+		t.Fatalf("the batch with an event too large: %v", err)
+	}
+	if _, err := p3.Wait(ctx); !errors.Is(err, eventlog.ErrPredecessorNotStored) {
+		t.Fatalf("the batch behind it: %v, want ErrPredecessorNotStored", err)
+	}
+	items := readAll(t, s)
+	checkOrder(t, items, 5)
+	for i, it := range items {
+		if string(it.JSON) != string(ev(i).JSON) {
+			t.Fatalf("item %d is %s", i, it.JSON)
+		}
+	}
+}
