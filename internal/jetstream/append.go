@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
@@ -498,78 +497,50 @@ func (s *Store) tryAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) 
 const maxInFlight = 4096
 
 // publishEach publishes msgs one by one, pipelined with the publishes of other appends
-// (nats.go's asynchronous publish, within maxInFlight), and waits for every
-// acknowledgement. The connection keeps their order, so the stream does too.
+// (see publisher, within maxInFlight), and waits for every acknowledgement. The connection keeps their order, so the stream does too.
 func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
-	futs := make([]jetstream.PubAckFuture, 0, len(msgs))
-	var sendErr error
 	for _, m := range msgs {
-		f, err := s.pub.PublishMsgAsync(m, jetstream.WithStallWait(s.opts.Timeout))
-		if err != nil {
-			sendErr = err
-			break // wait for those sent, to report how many were stored
-		}
-		futs = append(futs, f)
+		delete(m.Header, hdrTime)
+		delete(m.Header, hdrExpLastID)
+		delete(m.Header, hdrExpLastSeq)
 	}
-	if len(futs) == 0 {
-		return nil, s.pubErr(sendErr)
+	r, sent, sendErr := s.pubs.publish(msgs)
+	if sent == 0 {
+		return nil, sendErr
 	}
-	t := time.NewTimer(s.opts.Timeout + time.Second) // the publisher's own timeout fires first
-	defer t.Stop()
+	res := s.pubs.wait(ctx, r)
 	acks := make([]ack, len(msgs))
 	var firstErr error
 	stored := 0
-	for i, f := range futs {
-		var err error
-		select {
-		case pa := <-f.Ok():
-			acks[i] = ack{seq: pa.Sequence, dup: pa.Duplicate}
-			if pa.Sequence == 0 {
-				err = unavailable("NATS JetStream acknowledged a message without a sequence")
-			}
-		case e := <-f.Err():
-			err = s.pubErr(e)
-		case <-t.C:
-			err = errAckTimeout
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-s.quit:
-			err = eventlog.ErrClosed
-		}
-		if err != nil {
+	for i := range sent {
+		if err := res[i].err; err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
-			if errors.Is(err, context.Canceled) || errors.Is(err, eventlog.ErrClosed) || err == errAckTimeout {
-				break
-			}
 			continue
 		}
+		acks[i] = res[i].ack
 		stored++
 	}
 	switch {
 	case firstErr != nil && len(msgs) == 1:
 		return nil, firstErr
-	case firstErr != nil:
+	case firstErr == nil && sent < len(msgs):
+		firstErr = sendErr
+	}
+	if firstErr != nil {
 		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", firstErr, stored, len(msgs))
-	case len(futs) < len(msgs):
-		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)",
-			s.pubErr(sendErr), stored, len(msgs))
 	}
 	return acks, nil
 }
 
 var errAckTimeout = unavailable("no acknowledgement from NATS in time")
 
-// pubErr classifies an error of an asynchronous publish.
+// pubErr classifies an error of a publish.
 func (s *Store) pubErr(err error) error {
 	switch {
 	case err == nil:
 		return unavailable("the connection to NATS failed while publishing")
-	case errors.Is(err, jetstream.ErrTooManyStalledMsgs):
-		return unavailable("NATS JetStream acknowledges more slowly than events arrive (%d in flight)", maxInFlight)
-	case errors.Is(err, jetstream.ErrAsyncPublishTimeout):
-		return unavailable("no acknowledgement from NATS within %v", s.opts.Timeout)
 	case errors.Is(err, nats.ErrDisconnected):
 		return unavailable("disconnected from NATS while publishing")
 	}

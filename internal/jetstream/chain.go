@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/evtctl/evtctl/internal/eventlog"
 )
 
 // Chained publishing: how a node stores events without reading each one back.
@@ -192,9 +189,10 @@ func (s *Store) publishChained(ctx context.Context, msgs []*nats.Msg) ([]chained
 type chainSend struct {
 	s     *Store
 	msgs  []*nats.Msg
-	futs  []jetstream.PubAckFuture
+	run   *pubRun
+	sent  int // msgs[:sent] were sent
 	ts    []int64
-	err   error  // why the messages after futs were not sent
+	err   error  // why the messages after those sent were not
 	epoch uint64 // the chain's epoch they were sent in
 }
 
@@ -207,30 +205,31 @@ func (s *Store) sendLocked(msgs []*nats.Msg) (*chainSend, bool) {
 	if !ok {
 		return nil, false
 	}
-	cs := &chainSend{s: s, msgs: msgs, futs: make([]jetstream.PubAckFuture, 0, len(msgs)), ts: make([]int64, len(msgs)), epoch: c.epoch}
+	cs := &chainSend{s: s, msgs: msgs, ts: make([]int64, len(msgs)), epoch: c.epoch}
+	seq, ts, id := c.seq, c.ts, c.id
 	for i, m := range msgs {
-		t := max(c.ts, now)
+		t := max(ts, now)
 		m.Header[hdrTime] = []string{formatFloor(t)}
 		delete(m.Header, hdrFloor)
 		delete(m.Header, hdrExpLastSeq)
 		delete(m.Header, hdrExpLastID)
-		if c.id != "" {
-			m.Header[hdrExpLastID] = []string{c.id}
+		if id != "" {
+			m.Header[hdrExpLastID] = []string{id}
 		} else {
-			m.Header[hdrExpLastSeq] = []string{strconv.FormatUint(c.seq, 10)}
+			m.Header[hdrExpLastSeq] = []string{strconv.FormatUint(seq, 10)}
 		}
-		f, err := s.pub.PublishMsgAsync(m, jetstream.WithStallWait(s.opts.Timeout))
-		if err != nil {
-			cs.err = err
-			c.breakLocked()
-			break
-		}
-		cs.futs = append(cs.futs, f)
 		cs.ts[i] = t
-		c.seq++
-		c.ts, c.id = t, m.Header[hdrMsgID][0]
+		seq++
+		ts, id = t, m.Header[hdrMsgID][0]
 	}
-	c.inflight += len(cs.futs)
+	cs.run, cs.sent, cs.err = s.pubs.publish(msgs)
+	if cs.sent < len(msgs) {
+		c.breakLocked()
+	}
+	if cs.sent > 0 {
+		c.seq, c.ts, c.id = c.seq+uint64(cs.sent), cs.ts[cs.sent-1], msgs[cs.sent-1].Header[hdrMsgID][0]
+	}
+	c.inflight += cs.sent
 	return cs, true
 }
 
@@ -249,47 +248,33 @@ func (cs *chainSend) collect(ctx context.Context) []chained {
 	var last uint64
 	var lastTS int64
 	broken := false
-	t := time.NewTimer(s.opts.Timeout + time.Second) // the publisher's own timeout fires first
-	defer t.Stop()
-	for i, f := range cs.futs {
-		select {
-		case pa := <-f.Ok():
-			switch {
-			case pa.Sequence == 0:
-				out[i].err = unavailable("NATS JetStream acknowledged a message without a sequence")
-			case pa.Duplicate:
-				out[i].ack = ack{seq: pa.Sequence, dup: true}
-				broken = true // the message after it expects it to be the last
-			default:
-				out[i].ack, out[i].ts = ack{seq: pa.Sequence}, cs.ts[i]
-				if pa.Sequence > last {
-					last, lastTS = pa.Sequence, cs.ts[i]
-				}
+	res := s.pubs.wait(ctx, cs.run)
+	for i := range cs.msgs {
+		r := res[i]
+		var je *jsError
+		switch {
+		case i >= cs.sent:
+			out[i].err = cs.err
+		case errors.As(r.err, &je) && (je.e.ErrCode == errWrongLastMsgID || je.e.ErrCode == errWrongLastSeq):
+			out[i].refused = true
+		case r.err != nil:
+			out[i].err = r.err
+		case r.dup:
+			out[i].ack = r.ack
+			broken = true // the message after it expects it to be the last
+		default:
+			out[i].ack, out[i].ts = r.ack, cs.ts[i]
+			if r.seq > last {
+				last, lastTS = r.seq, cs.ts[i]
 			}
-		case e := <-f.Err():
-			var ae *jetstream.APIError
-			if errors.As(e, &ae) && (ae.ErrorCode == errWrongLastMsgID || ae.ErrorCode == errWrongLastSeq) {
-				out[i].refused = true
-			} else {
-				out[i].err = s.pubErr(e)
-			}
-		case <-t.C:
-			out[i].err = errAckTimeout
-		case <-ctx.Done():
-			out[i].err = ctx.Err()
-		case <-s.quit:
-			out[i].err = eventlog.ErrClosed
 		}
 		if out[i].err != nil || out[i].refused {
 			broken = true
 		}
 	}
-	for i := len(cs.futs); i < len(cs.msgs); i++ {
-		out[i].err = s.pubErr(cs.err)
-	}
 
 	c.mu.Lock()
-	c.inflight -= len(cs.futs)
+	c.inflight -= cs.sent
 	if broken && c.epoch == cs.epoch {
 		c.breakLocked()
 	}

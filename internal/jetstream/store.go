@@ -105,7 +105,7 @@ type Store struct {
 	log     *slog.Logger
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	pub     jetstream.JetStream // for asynchronous publishes, within maxInFlight
+	pubs    *publisher // of the node's appends
 	mux     *mux
 	subject string
 	// subjectGiven: Options.Subject was set, so the stream must take it
@@ -220,8 +220,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return nil, err
 	}
-	if s.pub, err = jetstream.New(s.nc, jetstream.WithPublishAsyncMaxPending(maxInFlight), jetstream.WithPublishAsyncTimeout(opts.Timeout)); err != nil {
-		return nil, err
+	if s.pubs, err = newPublisher(s); err != nil {
+		return nil, fmt.Errorf("NATS: %w", err)
 	}
 	s.subjectGiven = subjectGiven
 	if s.mux, err = newMux(s.nc); err != nil {
