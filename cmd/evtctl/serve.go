@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -305,6 +306,13 @@ func openStore(ctx context.Context, opts *serveOptions, logger *slog.Logger) (ev
 		}
 		if opts.DedupeWindow == 0 {
 			jopts.DedupeWindow = -1
+		}
+		if os.Getenv("GOGC") == "" {
+			// The log lives in NATS: the node's own heap is the requests in flight, a few
+			// MiB, and collecting it when it has grown 400% rather than Go's default 100%
+			// was measured to take a quarter off the node's CPU per event at ingest, for a
+			// few MiB more. GOGC, when set, decides.
+			debug.SetGCPercent(400)
 		}
 		logger.Info("connecting to NATS JetStream", "url", jetstream.Redact(opts.Store), "stream", opts.NATSStream)
 		st, err := jetstream.Open(ctx, jopts)
