@@ -268,6 +268,8 @@ Running a node (serve)
   EVTCTL_INGEST_TOKEN    the token senders must send, as --ingest-token
   EVTCTL_NATS_PASSWORD   the password for --nats-user, with --store nats://...
   EVTCTL_NATS_TOKEN      a NATS token, with --store nats://...
+  GOGC                   Go's garbage collector target; a node on NATS sets 400 when it is
+                         not set (its heap is only its requests in flight)
 
 Delivering (forward)
   EVTCTL_WEBHOOK_SECRET  the signing secret (whsec_...), as --secret

@@ -27,9 +27,9 @@ import (
 // whose time the node knew, so cursor times grow along the stream, and once one message of
 // the chain is refused every later one is too: a chain never leaves a gap.
 //
-// The time a node chooses follows the clock of the server that stores the stream (sampled
-// from its stream info, see serverClock), a little behind it, so that it is no later than
-// the message's stored time. A message published without a chain (by another writer,
+// The time a node chooses is its clock's when it publishes the message, capped by the
+// clock of the server that stores the stream (see serverClock), so that it is no later
+// than the message's stored time. A message published without a chain (by another writer,
 // or by this node in shared mode) takes its stored time as before, so it sorts after a
 // chained message stored before it.
 //
@@ -51,39 +51,42 @@ const (
 	clockStale = 10 * time.Second
 )
 
-// serverClock estimates the clock of the server that stores the stream, from the time in
-// its stream info replies (sampled every second): the server wrote that time before the
-// node received the reply, so that time plus the node's elapsed (monotonic) time since is
-// behind the server's clock by the reply's travel time. Two clocks disciplined by NTP
-// drift apart by a few microseconds a second, less than a publish takes to be stored; a
-// clock that jumps is what the floor header is for, as before chains.
+// serverClock bounds the clock of the server that stores the stream from above, from the
+// time in its stream info replies (one a second): the server wrote that time after the node
+// sent the request, so that time plus the node's elapsed (monotonic) time since it sent
+// the request is at least the server's clock. A chained message takes the node's own clock,
+// capped by that bound: on one machine, or with clocks kept together by NTP, it is the
+// time the node published the message, before the server stored it; a node whose clock
+// runs ahead of the server's gives times at most one request's round trip ahead of it.
 type serverClock struct {
-	mu sync.Mutex
-	ts time.Time // the server's time in the reply
-	at time.Time // when the node received it (with its monotonic reading)
+	mu   sync.Mutex
+	ts   time.Time // the server's time in the reply
+	sent time.Time // when the node sent the request (with its monotonic reading)
 }
 
-func (c *serverClock) note(ts time.Time, at time.Time) {
+func (c *serverClock) note(ts, sent time.Time) {
 	if ts.IsZero() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ts, c.at = ts, at
+	c.ts, c.sent = ts, sent
 }
 
-// now is the estimate, in Unix nanoseconds; false without a recent sample.
+// now is the time a message chained now takes, in Unix nanoseconds; false without a
+// recent sample.
 func (c *serverClock) now() (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ts.IsZero() {
 		return 0, false
 	}
-	d := time.Since(c.at)
+	now := time.Now()
+	d := now.Sub(c.sent)
 	if d > clockStale {
 		return 0, false
 	}
-	return c.ts.Add(d).UnixNano(), true
+	return min(now.UnixNano(), c.ts.Add(d).UnixNano()), true
 }
 
 // chain is this node's view of the end of the stream, for chained publishing.

@@ -266,3 +266,19 @@ func TestEnqueueAfterAFailure(t *testing.T) {
 		}
 	}
 }
+
+// An event appended after a moment has a cursor time no earlier than that moment (as on
+// the embedded store), so that a time position finds it: the chain takes the node's clock.
+func TestChainTimeIsTheNodesClock(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "NOW", storetest.Config{}, 1)
+	defer s.Close()
+	appendOne(t, s, ev(0))
+	for i := 1; i <= 50; i++ {
+		before := time.Now()
+		c := appendOne(t, s, ev(i)).Cursor
+		if c.TS < before.UnixNano() {
+			t.Fatalf("event %d appended after %v has cursor time %v", i, before, time.Unix(0, c.TS))
+		}
+	}
+}

@@ -370,13 +370,14 @@ func (s *Store) loadHead(ctx context.Context) error {
 func (s *Store) info(ctx context.Context) (*jetstream.StreamInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	sent := time.Now()
 	str, err := s.js.Stream(ctx, s.opts.Stream)
 	if err != nil {
 		return nil, s.jsErr(err)
 	}
 	s.str.Store(&str)
 	info := str.CachedInfo()
-	s.clock.note(info.TimeStamp, time.Now())
+	s.clock.note(info.TimeStamp, sent)
 	s.noteConfig(info.Config)
 	return info, nil
 }
