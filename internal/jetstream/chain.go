@@ -111,6 +111,16 @@ func (c *chain) noteOwn(seq uint64) {
 	c.mu.Unlock()
 }
 
+// mine reports whether the message at seq, past what this node has seen acknowledged,
+// can be one it chained and whose acknowledgement is on its way. (Another writer's message
+// there refuses the rest of the chain, and the node finds that writer when it reads the
+// stream's end again.)
+func (c *chain) mine(seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.known && seq <= c.seq
+}
+
 // sharedMode reports whether appends are published without a chain now.
 func (c *chain) sharedMode() bool {
 	c.mu.Lock()
@@ -322,6 +332,7 @@ func (s *Store) resync(ctx context.Context) error {
 	if c.synced && last > c.own {
 		c.shared = time.Now().Add(sharedFor)
 		s.log.Debug("another writer stores messages in the NATS JetStream stream: publishing in shared mode", "for", sharedFor)
+		s.others.Store(time.Now().UnixNano())
 		s.wantConsumer()
 	}
 	c.synced, c.known = true, true

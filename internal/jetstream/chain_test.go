@@ -282,3 +282,24 @@ func TestChainTimeIsTheNodesClock(t *testing.T) {
 		}
 	}
 }
+
+// A read on one node finds an event another node acknowledged just before, though neither
+// node follows the stream with a consumer (nobody waits).
+func TestReadSeesAnotherNodesAppend(t *testing.T) {
+	srv := natstest.Solo(t)
+	a := open(t, srv.ClientURL(), "FRESH", storetest.Config{}, 1)
+	defer a.Close()
+	b := open(t, srv.ClientURL(), "FRESH", storetest.Config{}, 1)
+	defer b.Close()
+	for i := range 20 {
+		c := appendOne(t, a, ev(i)).Cursor
+		p, err := b.Read(ctx, eventlog.Query{Max: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) != 1 || p.Items[0].Cursor != c || p.Newest != c {
+			t.Fatalf("after the append of event %d at %v, the other node reads %v (newest %v)", i, c, p.Items, p.Newest)
+		}
+		time.Sleep(60 * time.Millisecond) // reads look at the stream at most every 50 ms
+	}
+}

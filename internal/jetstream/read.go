@@ -32,6 +32,7 @@ func (s *Store) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, erro
 	if err := s.refusal(); err != nil {
 		return eventlog.Page{}, err
 	}
+	s.freshHead(ctx)
 	page, err := s.read(ctx, q)
 	s.noteRead(ctx, err)
 	return page, err

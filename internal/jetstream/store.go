@@ -140,6 +140,8 @@ type Store struct {
 	wantCons  chan struct{} // asks watch to look whether its consumer is needed
 	interest  atomic.Int64  // when a reader last called Changed (Unix nanoseconds)
 	consuming atomic.Bool   // the ordered consumer runs
+	others    atomic.Int64  // when another writer's message was last seen (Unix nanoseconds)
+	headLook  atomic.Int64  // when a read last looked at the stream's head (Unix nanoseconds)
 
 	closeMu sync.RWMutex // held for reading by calls in progress, for writing by Close
 	closing atomic.Bool

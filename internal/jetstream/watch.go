@@ -204,17 +204,58 @@ func (s *Store) watch() {
 	}
 }
 
-// interestFor is how long the consumer keeps running after a reader last waited.
+// interestFor is how long the consumer keeps running after a reader last waited, and
+// after another writer was last seen.
 const interestFor = 30 * time.Second
 
 // consumerWanted reports whether the node needs its ordered consumer now: it publishes in
 // shared mode (or cannot chain at all, as on a stream that takes atomic batches), or a
-// reader waited for new events in the last interestFor.
+// reader waited for new events in the last interestFor while another writer stored some.
+// A node that is the stream's only writer knows every message from its acknowledgements.
 func (s *Store) consumerWanted() bool {
 	if !s.chainable() || s.chain.sharedMode() {
 		return true
 	}
-	return time.Since(time.Unix(0, s.interest.Load())) < interestFor
+	return time.Since(time.Unix(0, s.interest.Load())) < interestFor &&
+		time.Since(time.Unix(0, s.others.Load())) < interestFor
+}
+
+// takeHead notes the stream's last message, last, as the head: another writer stored it
+// (or the consumer is starting over).
+func (s *Store) takeHead(ctx context.Context, last uint64) {
+	if h, _ := s.tr.head(); last <= h {
+		return
+	}
+	m, ok, err := s.first(ctx, last)
+	if err == nil && ok && m.seq == last {
+		s.tr.note(m.seq, m.ts, true)
+		if !s.chain.mine(last) {
+			s.others.Store(time.Now().UnixNano())
+			s.wantConsumer()
+		}
+	}
+}
+
+// headFresh is how old the head may be for a read while the consumer does not run.
+const headFresh = 50 * time.Millisecond
+
+// freshHead makes sure, for a read, that the head includes what other writers stored up
+// to a moment ago: while the consumer does not run, it looks at the stream (at most once
+// per headFresh).
+func (s *Store) freshHead(ctx context.Context) {
+	if s.consuming.Load() || !s.chainable() {
+		return
+	}
+	now := time.Now().UnixNano()
+	prev := s.headLook.Load()
+	if time.Duration(now-prev) < headFresh || !s.headLook.CompareAndSwap(prev, now) {
+		return
+	}
+	info, err := s.info(ctx)
+	if err != nil {
+		return // the read says what is wrong
+	}
+	s.takeHead(ctx, info.State.LastSeq)
 }
 
 // wantConsumer asks watch to look at once whether the consumer is needed.
@@ -313,10 +354,7 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 		// The ordered consumer has not moved for a whole poll while the stream did (it is
 		// starting over on another server), or is not running while another writer stored
 		// messages: take the head from the stream.
-		m, ok, err := s.first(ctx, st.LastSeq)
-		if err == nil && ok && m.seq == st.LastSeq {
-			s.tr.note(m.seq, m.ts, true)
-		}
+		s.takeHead(ctx, st.LastSeq)
 	}
 	*seen, _ = s.tr.head()
 	s.mu.Lock()
