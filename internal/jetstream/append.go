@@ -225,7 +225,7 @@ func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained
 		delete(m.Header, hdrExpLastID)
 		delete(m.Header, hdrExpLastSeq)
 		if floor > 0 {
-			m.Header[hdrFloor] = []string{formatFloor(floor)}
+			m.Header[hdrFloor] = []string{formatTS(floor)}
 		}
 		batch[k] = m
 	}
@@ -499,11 +499,6 @@ const maxInFlight = 4096
 // publishEach publishes msgs one by one, pipelined with the publishes of other appends
 // (see publisher, within maxInFlight), and waits for every acknowledgement. The connection keeps their order, so the stream does too.
 func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
-	for _, m := range msgs {
-		delete(m.Header, hdrTime)
-		delete(m.Header, hdrExpLastID)
-		delete(m.Header, hdrExpLastSeq)
-	}
 	r, sent, sendErr := s.pubs.publish(msgs)
 	if sent == 0 {
 		return nil, sendErr

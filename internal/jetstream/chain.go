@@ -222,7 +222,7 @@ func (s *Store) sendLocked(msgs []*nats.Msg) (*chainSend, bool) {
 	seq, ts, id := c.seq, c.ts, c.id
 	for i, m := range msgs {
 		t := max(ts, now)
-		m.Header[hdrTime] = []string{formatFloor(t)}
+		m.Header[hdrTime] = []string{formatTS(t)}
 		delete(m.Header, hdrFloor)
 		delete(m.Header, hdrExpLastSeq)
 		delete(m.Header, hdrExpLastID)

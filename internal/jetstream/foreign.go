@@ -69,12 +69,12 @@ func (s *Store) present(seq uint64, subject string, h nats.Header, data []byte, 
 // its chain gave it (see chain.go), else the stored time raised to its floor header.
 func cursorTS(h nats.Header, stored int64) int64 {
 	if v := h[hdrTime]; len(v) > 0 {
-		if t := parseFloor(v[0]); t > 0 {
+		if t := parseTS(v[0]); t > 0 {
 			return t
 		}
 	}
 	if f := h[hdrFloor]; len(f) > 0 {
-		return max(stored, parseFloor(f[0]))
+		return max(stored, parseTS(f[0]))
 	}
 	return stored
 }

@@ -41,10 +41,12 @@ func plain(s string) bool {
 	return true
 }
 
-func formatFloor(ts int64) string { return strconv.FormatInt(ts, 16) }
+// formatTS writes a time (Unix nanoseconds) as the Evtctl-Time and Evtctl-Floor headers
+// carry it: in hexadecimal.
+func formatTS(ts int64) string { return strconv.FormatInt(ts, 16) }
 
-// parseFloor reads the floor header; 0 when absent or malformed.
-func parseFloor(v string) int64 {
+// parseTS reads the Evtctl-Time or Evtctl-Floor header; 0 when absent or malformed.
+func parseTS(v string) int64 {
 	if v == "" {
 		return 0
 	}
