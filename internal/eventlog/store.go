@@ -106,4 +106,8 @@ var (
 	// ErrReadOnly is wrapped by the errors of Append on a store that takes no events by
 	// its configuration (a NATS stream evtctl did not write): retrying cannot help.
 	ErrReadOnly = errors.New("event log takes no events")
+	// ErrRefused is wrapped by the errors of Append when the store's engine refused events
+	// for what they are (a NATS stream's limit on a message's size, a stream that keeps no
+	// more): retrying the same events cannot help, other events may be taken.
+	ErrRefused = errors.New("event log refused the events")
 )

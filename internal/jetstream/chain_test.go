@@ -1,7 +1,12 @@
 package jetstream_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +19,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog/storetest"
 	"github.com/evtctl/evtctl/internal/jetstream"
 	"github.com/evtctl/evtctl/internal/jetstream/natstest"
+	evserver "github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -301,5 +307,67 @@ func TestReadSeesAnotherNodesAppend(t *testing.T) {
 			t.Fatalf("after the append of event %d at %v, the other node reads %v (newest %v)", i, c, p.Items, p.Newest)
 		}
 		time.Sleep(60 * time.Millisecond) // reads look at the stream at most every 50 ms
+	}
+}
+
+// Through the node's HTTP API: a batch with an event the stream refuses (too large for it)
+// is answered 422, and the second of the client's ordered batches, sent before the first
+// is answered, is refused (409, "Evtctl-Order: refused"); nothing of it is stored.
+func TestOrderedBatchBehindAFailureOverHTTP(t *testing.T) {
+	srv := natstest.Solo(t)
+	_, js := connect(t, srv.ClientURL())
+	foreignStream(t, js, natsjs.StreamConfig{Name: "ORDERED", Subjects: []string{"evtctl.ordered"}, AllowDirect: true,
+		MaxMsgSize: 2048, Duplicates: time.Minute})
+	s := openForeign(t, srv.ClientURL(), "ORDERED")
+	h := evserver.New(evserver.Config{Store: s})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	defer h.Shutdown()
+	batch := func(from int, big bool) []byte {
+		var b strings.Builder
+		b.WriteByte('[')
+		for i := from; i < from+4; i++ {
+			if i > from {
+				b.WriteByte(',')
+			}
+			data := `{"i":` + strconv.Itoa(i) + `}`
+			if big && i == from+1 {
+				data = `"` + strings.Repeat("x", 3000) + `"`
+			}
+			fmt.Fprintf(&b, `{"specversion":"1.0","id":"o-%d","source":"/order","type":"t","data":%s}`, i, data)
+		}
+		b.WriteByte(']')
+		return []byte(b.String())
+	}
+	type reply struct {
+		status int
+		order  string
+	}
+	post := func(n int, body []byte) reply {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/events", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/cloudevents-batch+json")
+		req.Header.Set("Evtctl-Order", "seq1 "+strconv.Itoa(n))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return reply{}
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return reply{resp.StatusCode, resp.Header.Get("Evtctl-Order")}
+	}
+	first := make(chan reply, 1)
+	go func() { first <- post(1, batch(0, true)) }()
+	second := post(2, batch(4, false))
+	r1 := <-first
+	if r1.status != http.StatusUnprocessableEntity {
+		t.Fatalf("the batch with an event too large for the stream: %d %q, want 422", r1.status, r1.order)
+	}
+	if second.status != http.StatusConflict || second.order != "refused" {
+		t.Fatalf("the batch behind it: %d %q, want 409 refused", second.status, second.order)
+	}
+	items := readAll(t, s)
+	if len(items) != 1 || !strings.Contains(string(items[0].JSON), `"o-0"`) {
+		t.Fatalf("stored %d events: %v", len(items), items)
 	}
 }

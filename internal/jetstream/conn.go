@@ -156,6 +156,9 @@ func (s *Store) readAck(m *nats.Msg) (pubAck, error) {
 // jsError is a refusal from JetStream that retrying will not fix.
 type jsError struct{ e apiError }
 
+// Is makes a refusal an eventlog.ErrRefused.
+func (e *jsError) Is(target error) bool { return target == eventlog.ErrRefused }
+
 func (e *jsError) Error() string {
 	return fmt.Sprintf("NATS JetStream refused: %s (error %d)", e.e.Description, e.e.ErrCode)
 }

@@ -975,6 +975,8 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
 		case errors.Is(err, eventlog.ErrReadOnly):
 			writeError(w, http.StatusForbidden, err.Error())
+		case errors.Is(err, eventlog.ErrRefused):
+			writeError(w, http.StatusUnprocessableEntity, err.Error())
 		case errors.Is(err, eventlog.ErrUnavailable):
 			s.log.Warn("appending to the event log", "err", err)
 			retryAfter(w, 2)
