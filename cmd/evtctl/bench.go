@@ -714,8 +714,9 @@ func newCmdBenchJetStream(bo *benchOptions) *cobra.Command {
 on a stream of that server, and report the node's rates as a share of the client's:
 
   ingest  the client publishes --events events asynchronously (nats.go's default bound on
-          acknowledgements in flight); the node takes them over HTTP in batches of
-          --batch-size, --producers requests in flight (1: as evtctl emit --mode batch)
+          acknowledgements in flight); the node takes them from evtctl emit --file, run in
+          this process, in batches of --batch-size (ordered batches, as emit sends a file);
+          with --producers N above 1, from N requests in flight of unordered batches
   replay  the client reads them with an ordered consumer; the node serves them to a
           chronological replay rendered as evtctl replay -o jsonl renders it
 
@@ -751,7 +752,7 @@ repeats everything; medians are reported.`,
 	f.IntVar(&opts.Events, "events", 100_000, "events to publish and read back, by each of the client and the node")
 	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each event in JSON format")
 	f.IntVar(&opts.BatchSize, "batch-size", 1000, "events per ingest request to the node")
-	f.IntVar(&opts.Producers, "producers", 1, "ingest requests in flight to the node")
+	f.IntVar(&opts.Producers, "producers", 1, "ingest requests in flight to the node (1: evtctl emit --file's ordered batches)")
 	f.IntVar(&opts.Runs, "runs", 1, "runs; the medians are reported")
 	f.IntVar(&opts.Replicas, "nats-replicas", 1, "replicas of each stream")
 	f.StringArrayVar(&opts.NodeArgs, "node-arg", nil, "a flag for the node's serve command (repeatable), e.g. --node-arg=--nats-atomic-batches=false")
