@@ -139,9 +139,13 @@ func (c *chain) forget() {
 var errNoChain = errors.New("publish without a chain")
 
 // chainable reports whether this node publishes chains at all: it needs message ids
-// (duplicate suppression on) and a stream that takes its messages one by one.
+// (duplicate suppression on) and a stream of one replica that takes its messages one by
+// one. On a replicated stream JetStream checks a message's expected predecessor only as the
+// replicas apply it, and a message refused there was measured to go unanswered (the
+// publisher waits out its timeout); a replicated stream stores batches atomically from
+// nats-server 2.12, or in shared mode.
 func (s *Store) chainable() bool {
-	return s.dedupe && !s.atomic.Load() && s.writeError() == nil
+	return s.dedupe && !s.atomic.Load() && !s.replicated.Load() && s.writeError() == nil
 }
 
 // chained is what became of one message of a chain.

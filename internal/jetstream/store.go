@@ -120,6 +120,7 @@ type Store struct {
 	capsV      atomic.Pointer[caps]
 	directOK   atomic.Bool // the stream allows direct gets
 	perSubject atomic.Bool // the stream keeps a number of messages per subject: holes are its retention
+	replicated atomic.Bool // the stream has more than one replica
 	str        atomic.Pointer[jetstream.Stream]
 	recheck    atomic.Bool // the connection was made again: look at the server's version
 
@@ -387,6 +388,7 @@ func (s *Store) info(ctx context.Context) (*jetstream.StreamInfo, error) {
 // noteConfig notes the settings of the stream that decide how it is read.
 func (s *Store) noteConfig(cfg jetstream.StreamConfig) {
 	s.directOK.Store(cfg.AllowDirect)
+	s.replicated.Store(cfg.Replicas > 1)
 	s.perSubject.Store(cfg.MaxMsgsPerSubject > 0)
 }
 

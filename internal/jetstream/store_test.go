@@ -390,7 +390,10 @@ func TestSuiteCluster(t *testing.T) {
 	url := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3}).URL()
 	// Each read path is held to the suite on one server (TestSuite); here the node chooses as
 	// it does in use, so that the suite runs once against replication and leaders.
-	storetest.Run(t, backend(url, 3, true))
+	t.Run("atomic", func(t *testing.T) { storetest.Run(t, backend(url, 3, true)) })
+	// Event by event, as on servers before 2.12: not chained on a replicated stream (see
+	// chainable), stored times from the node's consumer.
+	t.Run("each", func(t *testing.T) { storetest.Run(t, backend(url, 3, false)) })
 	// A replicated stream takes batches atomically unless told otherwise.
 	s := openOpts(t, jetstream.Options{URL: url, Stream: "AUTO3", Replicas: 3}, storetest.Config{})
 	defer s.Close()
