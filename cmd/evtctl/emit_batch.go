@@ -564,10 +564,10 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 
 // sendOrdered is sendBatches for one sender (--concurrency 1, the default), keeping the
 // order of the batches: they go as one sequence of ordered batches (deliver.OrderHeader).
-// Once the node has answered that it stores them in their place, the next batch is sent
-// before the reply to the one before it, so that the node decodes one while it writes and
-// syncs the other; before that (another receiver, which ignores the header), one request
-// is in flight. A batch is reported only after the one before it. When a batch is not
+// Once the node has answered that it stores them in their place, the next batches are sent
+// before the reply to the one before them (orderedInFlight in flight), so that the node
+// decodes one while it writes and syncs the others; before that (another receiver, which
+// ignores the header), one request is in flight. A batch is reported only after the one before it. When a batch is not
 // delivered, the one sent after it is stopped (the node stores nothing after a batch it did
 // not store); a batch the node refused for its place alone (its predecessor came too late,
 // or the node restarted and forgot the sequence) is sent again on its own once the one
@@ -615,49 +615,63 @@ func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rat
 		pipelined = f.ordered
 		return r.report(delivered{b: f.b, n: f.b.n(), res: f.res})
 	}
-	var prev *flight
-	for b := range in {
-		if lim != nil {
-			if err := lim.WaitN(ctx, b.n()); err != nil {
-				if prev != nil {
-					// Interrupted with a batch in flight: it is reported, delivered or not.
-					if serr := settle(prev); serr != nil {
-						return serr
-					}
-				}
-				return err
-			}
-		}
-		if prev != nil && !pipelined {
-			if err := settle(prev); err != nil {
-				return err
-			}
-			prev = nil
-		}
-		f := start(b)
-		if prev != nil {
+	// q is the batches in flight, oldest first. drain settles them until at most keep are
+	// left; the batches sent after one that was not stored in its place stored nothing, and
+	// are stopped (and, when it was refused for its place alone, sent again one by one).
+	var q []*flight
+	drain := func(keep int) error {
+		for len(q) > keep {
 			restarted = false
-			err := settle(prev)
-			if err != nil || restarted {
-				// Sent after a batch that was not stored in its place: the node stores
-				// nothing of it.
+			err := settle(q[0])
+			q = q[1:]
+			if err == nil && !restarted {
+				continue
+			}
+			rest := q
+			q = nil
+			for _, f := range rest {
 				f.cancel()
 				<-f.done
 			}
 			if err != nil {
 				return err
 			}
-			if restarted {
-				f = start(b) // the first of the new sequence
+			for _, f := range rest {
+				if err := settle(start(f.b)); err != nil {
+					return err
+				}
 			}
 		}
-		prev = f
+		return nil
 	}
-	if prev != nil {
-		return settle(prev)
+	for b := range in {
+		if lim != nil {
+			if err := lim.WaitN(ctx, b.n()); err != nil {
+				// Interrupted with batches in flight: they are reported, delivered or not.
+				if serr := drain(0); serr != nil {
+					return serr
+				}
+				return err
+			}
+		}
+		depth := 1
+		if pipelined {
+			depth = orderedInFlight
+		}
+		if err := drain(depth - 1); err != nil {
+			return err
+		}
+		q = append(q, start(b))
 	}
-	return nil
+	return drain(0)
 }
+
+// orderedInFlight is how many batches of a sequence are in flight at once once the node has
+// said it keeps their order: the node decodes the next while it stores the ones before it.
+// Against a node on NATS JetStream three kept the server busier than two (ingest ratio
+// 0.732–0.741 against 0.691–0.714 in the same minutes); against the embedded log they were
+// no slower.
+const orderedInFlight = 3
 
 // newOrderToken names a sequence of ordered batches.
 func newOrderToken() string {

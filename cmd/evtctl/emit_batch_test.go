@@ -350,25 +350,26 @@ func orderSeq(r *http.Request) int {
 	return seq
 }
 
-// With the defaults, once the node has said it keeps their order, the next batch is sent
-// before the reply to the one before it, and the node stores them in the file's order: here
-// batch 2 is held until batch 3 has arrived, and batch 3 reaches the node first.
+// With the defaults, once the node has said it keeps their order, the next batches are sent
+// before the reply to the one before them, and the node stores them in the file's order:
+// here batch 2 is held until batch 4 has arrived (three in flight), and batches 3 and 4
+// reach the node first.
 func TestEmitSendsTheNextBatchBeforeTheReply(t *testing.T) {
 	t.Parallel()
-	third := make(chan struct{})
+	fourth := make(chan struct{})
 	var once atomic.Bool
 	url, store := batchNode(t, eventlog.Options{}, func(node http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch orderSeq(r) {
 			case 2:
 				select {
-				case <-third:
+				case <-fourth:
 				case <-time.After(time.Minute): // only a failing test waits this long
-					t.Error("batch 3 was not sent while batch 2 was in flight")
+					t.Error("batch 4 was not sent while batch 2 was in flight")
 				}
-			case 3:
+			case 4:
 				if once.CompareAndSwap(false, true) {
-					close(third)
+					close(fourth)
 				}
 			}
 			node.ServeHTTP(w, r)
@@ -414,9 +415,11 @@ func TestEmitResendsABatchRefusedForItsPlace(t *testing.T) {
 		t.Fatal("no batch was sent as batch 3 of a sequence")
 	}
 	checkStored(t, store, want)
-	// Batch 4 was in flight behind batch 3; it is stopped (the node stores nothing after a
-	// batch it refused) and sent again after batch 3: five batches, two sent twice.
-	if n := ingests.Load(); n != 7 {
-		t.Errorf("%d ingest requests, want 7 (five batches, two sent twice)", n)
+	// Batches 4 and 5 were in flight behind batch 3 (three batches are); they are stopped
+	// (the node stores nothing after a batch it refused) and sent again after batch 3: five
+	// batches, and batch 3 again with those of 4 and 5 that had reached the node before they
+	// were stopped (batch 5 may not have).
+	if n := ingests.Load(); n != 8 && n != 7 {
+		t.Errorf("%d ingest requests, want 8 (five batches, three sent twice) or 7 (batch 5 stopped before it was sent)", n)
 	}
 }
