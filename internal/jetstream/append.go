@@ -168,7 +168,7 @@ func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained
 				break
 			}
 			if err != nil {
-				return nil, nil, s.partial(err, stored, len(msgs))
+				return nil, nil, partial(err, stored, len(msgs))
 			}
 		}
 		var dups []int
@@ -207,7 +207,7 @@ func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained
 			}
 		}
 		if firstErr != nil {
-			return nil, nil, s.partial(firstErr, stored, len(msgs))
+			return nil, nil, partial(firstErr, stored, len(msgs))
 		}
 		rest = refused
 	}
@@ -229,9 +229,9 @@ func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained
 		}
 		batch[k] = m
 	}
-	a, err := s.publish(ctx, batch)
+	a, n, err := s.publish(ctx, batch)
 	if err != nil {
-		return nil, nil, s.partial(err, stored, len(msgs))
+		return nil, nil, partial(err, stored+n, len(msgs))
 	}
 	seqs := make([]uint64, len(a))
 	trusted := true
@@ -346,7 +346,7 @@ func (s *Store) EnqueueAfter(ctx context.Context, entries []eventlog.Entry, prev
 						stored++
 					}
 				}
-				q.err = s.partial(eventlog.ErrPredecessorNotStored, stored, len(j.msgs))
+				q.err = partial(eventlog.ErrPredecessorNotStored, stored, len(j.msgs))
 				return
 			}
 		}
@@ -374,15 +374,16 @@ func allStored(out []chained, n int) bool {
 }
 
 // partial is err for an append of n messages of which stored were stored.
-func (s *Store) partial(err error, stored, n int) error {
+func partial(err error, stored, n int) error {
 	if stored == 0 {
 		return err
 	}
 	return fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", err, stored, n)
 }
 
-// publish stores msgs in order and returns where each landed.
-func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+// publish stores msgs in order and returns where each landed; on an error, how many were
+// stored (the first ones) too.
+func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) ([]ack, int, error) {
 	if len(msgs) == 1 || !s.atomic.Load() {
 		return s.publishEach(ctx, msgs)
 	}
@@ -390,21 +391,19 @@ func (s *Store) publish(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
 	for off := 0; off < len(msgs); off += maxAtomicBatch {
 		chunk := msgs[off:min(off+maxAtomicBatch, len(msgs))]
 		var a []ack
+		var stored int
 		var err error
 		if len(chunk) == 1 {
-			a, err = s.publishEach(ctx, chunk)
+			a, stored, err = s.publishEach(ctx, chunk)
 		} else if a, err = s.publishAtomic(ctx, chunk); errors.Is(err, errFallback) {
-			a, err = s.publishEach(ctx, chunk)
+			a, stored, err = s.publishEach(ctx, chunk)
 		}
 		if err != nil {
-			if off > 0 {
-				return nil, fmt.Errorf("%w (the first %d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", err, off, len(msgs))
-			}
-			return nil, err
+			return nil, off + stored, err
 		}
 		acks = append(acks, a...)
 	}
-	return acks, nil
+	return acks, len(msgs), nil
 }
 
 // publishAtomic publishes msgs as one atomic batch: the server stages them and stores all
@@ -497,11 +496,12 @@ func (s *Store) tryAtomic(ctx context.Context, msgs []*nats.Msg) ([]ack, error) 
 const maxInFlight = 4096
 
 // publishEach publishes msgs one by one, pipelined with the publishes of other appends
-// (see publisher, within maxInFlight), and waits for every acknowledgement. The connection keeps their order, so the stream does too.
-func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error) {
+// (see publisher, within maxInFlight), and waits for every acknowledgement; on an error,
+// how many were stored too. The connection keeps their order, so the stream does too.
+func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, int, error) {
 	r, sent, sendErr := s.pubs.publish(msgs)
 	if sent == 0 {
-		return nil, sendErr
+		return nil, 0, sendErr
 	}
 	res := s.pubs.wait(ctx, r)
 	acks := make([]ack, len(msgs))
@@ -517,16 +517,13 @@ func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, error
 		acks[i] = res[i].ack
 		stored++
 	}
-	switch {
-	case firstErr != nil && len(msgs) == 1:
-		return nil, firstErr
-	case firstErr == nil && sent < len(msgs):
+	if firstErr == nil && sent < len(msgs) {
 		firstErr = sendErr
 	}
 	if firstErr != nil {
-		return nil, fmt.Errorf("%w (%d of %d events were stored; a retry with the same events stores the rest and answers those as duplicates)", firstErr, stored, len(msgs))
+		return nil, stored, firstErr
 	}
-	return acks, nil
+	return acks, len(msgs), nil
 }
 
 var errAckTimeout = unavailable("no acknowledgement from NATS in time")

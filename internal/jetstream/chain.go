@@ -27,11 +27,12 @@ import (
 // whose time the node knew, so cursor times grow along the stream, and once one message of
 // the chain is refused every later one is too: a chain never leaves a gap.
 //
-// The time a node chooses is its clock's when it publishes the message, capped by the
-// clock of the server that stores the stream (see serverClock), so that it is no later
-// than the message's stored time. A message published without a chain (by another writer,
-// or by this node in shared mode) takes its stored time as before, so it sorts after a
-// chained message stored before it.
+// The time a node chooses is its clock's when it publishes the message, capped by an upper
+// bound of the clock of the server that stores the stream (see serverClock): no later than
+// the message's stored time when the clocks agree, at most a stream-info round trip ahead
+// when the node's runs ahead. A message published without a chain (by another writer, or by
+// this node in shared mode) takes its stored time as before, so it sorts after a chained
+// message stored before it.
 //
 // When another writer stores messages in the stream, chained messages are refused. The
 // node then publishes as before, for sharedFor, in shared mode: messages carry the floor
@@ -45,11 +46,13 @@ const (
 	errWrongLastMsgID = 10070
 	errWrongLastSeq   = 10071
 
-	// sharedFor is how long a node publishes in shared mode after another writer was seen.
-	sharedFor = 10 * time.Second
 	// clockStale is the age past which a sample of the server's clock is not used.
 	clockStale = 10 * time.Second
 )
+
+// sharedFor is how long a node publishes in shared mode after another writer was seen (a
+// variable for tests).
+var sharedFor = 10 * time.Second
 
 // serverClock bounds the clock of the server that stores the stream from above, from the
 // time in its stream info replies (one a second): the server wrote that time after the node

@@ -371,3 +371,35 @@ func TestOrderedBatchBehindAFailureOverHTTP(t *testing.T) {
 		t.Fatalf("stored %d events: %v", len(items), items)
 	}
 }
+
+// After another writer stores a message, a node publishes its events without a chain (their
+// cursor times the stored times) for a while, then chains again; cursors grow throughout.
+func TestSharedModeAndBack(t *testing.T) {
+	jetstream.SharedFor(t, 300*time.Millisecond)
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "SHARED", storetest.Config{}, 1)
+	defer s.Close()
+	_, js := connect(t, srv.ClientURL())
+	appendOne(t, s, ev(0))
+	publishRaw(t, js, "evtctl.shared", []byte(`{"other":1}`))
+	appendOne(t, s, ev(1)) // refused on the chain: the node finds the other writer
+	appendOne(t, s, ev(2)) // in shared mode, unless this machine took 300 ms to get here
+	time.Sleep(400 * time.Millisecond)
+	appendOne(t, s, ev(3)) // nobody else wrote since: chained again
+	str, err := js.Stream(ctx, "SHARED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chained := map[uint64]bool{}
+	for seq := uint64(1); seq <= 5; seq++ {
+		m, err := str.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chained[seq] = m.Header.Get("Evtctl-Time") != ""
+	}
+	if !chained[1] || chained[2] || chained[3] || !chained[5] {
+		t.Fatalf("chained messages by sequence %v; want 1 and 5 chained, 2 (the other writer's) and 3 not", chained)
+	}
+	checkOrder(t, readAll(t, s), 5)
+}

@@ -1,6 +1,9 @@
 package jetstream
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // ReadPath makes ascending scans of at least min messages stream from a consumer, and
 // shorter ones use direct gets, until the test ends.
@@ -8,4 +11,12 @@ func ReadPath(t testing.TB, min uint64) {
 	prev := readerMinOverride
 	readerMinOverride = min
 	t.Cleanup(func() { readerMinOverride = prev })
+}
+
+// SharedFor makes a node publish in shared mode for d after it sees another writer, until
+// the test ends.
+func SharedFor(t testing.TB, d time.Duration) {
+	prev := sharedFor
+	sharedFor = d
+	t.Cleanup(func() { sharedFor = prev })
 }
