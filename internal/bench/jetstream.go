@@ -1,11 +1,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -272,25 +272,17 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 
 // emitRun sends the events to the node with cfg.EmitFile and returns events/s.
 func emitRun(ctx context.Context, cfg JetStreamConfig, url string, m *eventMaker) (float64, error) {
-	f, err := os.CreateTemp("", "evtctl-bench-jetstream-*.jsonl")
+	dir, err := os.MkdirTemp("", "evtctl-bench-jetstream-")
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(f.Name())
-	w := bufio.NewWriterSize(f, 1<<20)
-	var b []byte
-	for i := 1; i <= cfg.Events; i++ {
-		b = append(m.appendEvent(b[:0], uint64(i)), '\n')
-		if _, err := w.Write(b); err != nil {
-			f.Close()
-			return 0, err
-		}
-	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "events.jsonl")
+	if err := writeEvents(path, m, cfg.Events); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	n, err := cfg.EmitFile(ctx, url, f.Name(), cfg.BatchSize)
+	n, err := cfg.EmitFile(ctx, url, path, cfg.BatchSize)
 	d := time.Since(start)
 	if err != nil {
 		return 0, err

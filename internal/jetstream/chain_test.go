@@ -23,24 +23,6 @@ import (
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
-// readAll reads every item of s, oldest first.
-func readAll(t testing.TB, s eventlog.Store) []eventlog.Item {
-	t.Helper()
-	var items []eventlog.Item
-	q := eventlog.Query{Max: 1000, Ascending: true}
-	for {
-		p, err := s.Read(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		items = append(items, p.Items...)
-		if len(p.Items) < q.Max {
-			return items
-		}
-		q.After = p.Items[len(p.Items)-1].Cursor
-	}
-}
-
 // checkOrder fails unless cursors grow strictly along items and every event is there once.
 func checkOrder(t testing.TB, items []eventlog.Item, want int) {
 	t.Helper()
@@ -101,7 +83,7 @@ func TestTwoWriters(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	itemsA, itemsB := readAll(t, a), readAll(t, b)
+	itemsA, itemsB := storetest.ReadAll(t, a), storetest.ReadAll(t, b)
 	checkOrder(t, itemsA, 2*batches*per)
 	for i, it := range itemsA {
 		if itemsB[i].Cursor != it.Cursor {
@@ -133,7 +115,7 @@ func TestChainWithARepeat(t *testing.T) {
 	if !res[1].Duplicate || res[1].Cursor != first[2].Cursor || res[0].Duplicate || res[2].Duplicate || res[3].Duplicate {
 		t.Fatalf("answers %+v; the repeat's first cursor is %v", res, first[2].Cursor)
 	}
-	items := readAll(t, s)
+	items := storetest.ReadAll(t, s)
 	checkOrder(t, items, 8)
 	for i, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
 		if string(items[i].JSON) != string(ev(n).JSON) {
@@ -182,7 +164,7 @@ func TestChainTimesFollowTheServer(t *testing.T) {
 	if chainedMsgs == 0 {
 		t.Fatal("no message was chained")
 	}
-	checkOrder(t, readAll(t, s), 24)
+	checkOrder(t, storetest.ReadAll(t, s), 24)
 }
 
 // Batches queued one behind the other go out before the one before them is stored, and
@@ -214,7 +196,7 @@ func TestEnqueueAfterInOrder(t *testing.T) {
 			acked = append(acked, r.Cursor)
 		}
 	}
-	items := readAll(t, s)
+	items := storetest.ReadAll(t, s)
 	checkOrder(t, items, 1000)
 	for i, it := range items {
 		if string(it.JSON) != string(ev(i).JSON) || it.Cursor != acked[i] {
@@ -264,7 +246,7 @@ func TestEnqueueAfterAFailure(t *testing.T) {
 	if _, err := p3.Wait(ctx); !errors.Is(err, eventlog.ErrPredecessorNotStored) {
 		t.Fatalf("the batch behind it: %v, want ErrPredecessorNotStored", err)
 	}
-	items := readAll(t, s)
+	items := storetest.ReadAll(t, s)
 	checkOrder(t, items, 5)
 	for i, it := range items {
 		if string(it.JSON) != string(ev(i).JSON) {
@@ -366,7 +348,7 @@ func TestOrderedBatchBehindAFailureOverHTTP(t *testing.T) {
 	if second.status != http.StatusConflict || second.order != "refused" {
 		t.Fatalf("the batch behind it: %d %q, want 409 refused", second.status, second.order)
 	}
-	items := readAll(t, s)
+	items := storetest.ReadAll(t, s)
 	if len(items) != 1 || !strings.Contains(string(items[0].JSON), `"o-0"`) {
 		t.Fatalf("stored %d events: %v", len(items), items)
 	}
@@ -401,5 +383,5 @@ func TestSharedModeAndBack(t *testing.T) {
 	if !chained[1] || chained[2] || chained[3] || !chained[5] {
 		t.Fatalf("chained messages by sequence %v; want 1 and 5 chained, 2 (the other writer's) and 3 not", chained)
 	}
-	checkOrder(t, readAll(t, s), 5)
+	checkOrder(t, storetest.ReadAll(t, s), 5)
 }

@@ -130,8 +130,8 @@ func read(t testing.TB, s eventlog.Store, q eventlog.Query) eventlog.Page {
 	return p
 }
 
-// readAll walks the whole log oldest first.
-func readAll(t testing.TB, s eventlog.Store) []eventlog.Item {
+// ReadAll walks the whole log oldest first.
+func ReadAll(t testing.TB, s eventlog.Store) []eventlog.Item {
 	t.Helper()
 	var all []eventlog.Item
 	q := eventlog.Query{Max: 97, Ascending: true}
@@ -369,7 +369,7 @@ func testLargeBatch(t *testing.T, b Backend) {
 	head := appendN(t, s, 0, 5, 5)
 	cs := appendN(t, s, 5, 2500, 2500)
 	checkIncreasing(t, append(head, cs...))
-	all := readAll(t, s)
+	all := ReadAll(t, s)
 	if len(all) != 2505 {
 		t.Fatalf("read %d items, want 2505", len(all))
 	}
@@ -427,7 +427,7 @@ func testDedupe(t *testing.T, b Backend) {
 	if r, err := s.Append(ctx, odd); err != nil || r[0].Duplicate || r[1].Duplicate || r[2].Duplicate || r[3].Duplicate {
 		t.Fatalf("distinct (source, id) pairs taken for repeats: %+v, %v", r, err)
 	}
-	if got := len(readAll(t, s)); got != 16 {
+	if got := len(ReadAll(t, s)); got != 16 {
 		t.Fatalf("log holds %d items, want 16", got)
 	}
 	if st := s.Stats(); st.Duplicates != 14 || st.Appended != 16 {
@@ -538,7 +538,7 @@ func testConcurrent(t *testing.T, b Backend) {
 	wg.Wait()
 	close(stop)
 	rwg.Wait()
-	all := readAll(t, s)
+	all := ReadAll(t, s)
 	seen := map[string]bool{}
 	for _, it := range all {
 		if seen[string(it.JSON)] {
@@ -560,7 +560,7 @@ func testReopen(t *testing.T, b Backend) {
 	cs := appendN(t, s, 0, 300, 9)
 	s = b.Reopen(t, s, cfg)
 	defer s.Close()
-	all := readAll(t, s)
+	all := ReadAll(t, s)
 	if len(all) != len(cs) {
 		t.Fatalf("after reopen %d items, want %d", len(all), len(cs))
 	}
@@ -604,7 +604,7 @@ func testSecond(t *testing.T, b Backend) {
 		return err == nil && p.Newest == cs[59]
 	})
 	for _, s := range []eventlog.Store{a, c} {
-		all := readAll(t, s)
+		all := ReadAll(t, s)
 		got := make([]cursor.Cursor, len(all))
 		for i, it := range all {
 			got[i] = it.Cursor
