@@ -13,9 +13,9 @@ import (
 	evserver "github.com/evtctl/evtctl/internal/server"
 )
 
-// Readers waiting on a node cost it nothing on NATS: the first one starts the node's
-// ordered consumer, forty-nine more add no subscription and no request, and the one append
-// that follows wakes them all, through that consumer.
+// Readers waiting on a node cost it nothing on NATS: once the first waits (and the node
+// has followed the stream with its consumer if it must), forty-nine more add no
+// subscription and no request, and the one append that follows wakes them all.
 func TestWaitingReadersShareOneSubscription(t *testing.T) {
 	srv := natstest.Solo(t)
 	s := open(t, srv.ClientURL(), "WAITERS", storetest.Config{}, 1)
