@@ -316,11 +316,14 @@ func (p *producer) halt() {
 	p.wg.Wait()
 }
 
-// replayAll reads a node's whole log oldest first and returns (id, cursor) in order.
+// replayAll reads a node's whole log oldest first and returns (id, cursor) in order. A page
+// answered "event log is unavailable … retry shortly" (-32000, as while a cluster settles
+// after losing a server) is asked again, as evtctl's clients do, for up to 30 s.
 func replayAll(t *testing.T, url string) []tailLine {
 	t.Helper()
 	var out []tailLine
 	after := ""
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(url + "/events?order=asc&maxItems=1000&after=" + after)
 		if err != nil {
@@ -328,7 +331,11 @@ func replayAll(t *testing.T, url string) []tailLine {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if gjson.GetBytes(body, "code").Exists() {
+		if code := gjson.GetBytes(body, "code"); code.Exists() {
+			if code.Int() == -32000 && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
 			t.Fatalf("replay: %s", body)
 		}
 		items := gjson.GetBytes(body, "items").Array()
