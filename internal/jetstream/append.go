@@ -163,7 +163,11 @@ func (s *Store) storeFrom(ctx context.Context, msgs []*nats.Msg, first []chained
 				batch[k] = msgs[i]
 			}
 			var err error
-			out, err = s.publishChained(ctx, batch)
+			every := 0 // a publish again: an answer for each message, to learn its fate
+			if attempt == 0 {
+				every = ackEvery
+			}
+			out, err = s.publishChained(ctx, batch, every)
 			if errors.Is(err, errNoChain) {
 				break
 			}
@@ -313,7 +317,7 @@ func (s *Store) EnqueueAfter(ctx context.Context, entries []eventlog.Entry, prev
 		c := &s.chain
 		c.mu.Lock()
 		if c.known && !time.Now().Before(c.shared) && (pq == nil || pq.finished() || pq.chained && pq.epoch == c.epoch) {
-			sent, _ = s.sendLocked(j.msgs)
+			sent, _ = s.sendLocked(j.msgs, ackEvery)
 		}
 		c.mu.Unlock()
 		if sent != nil {
@@ -499,7 +503,7 @@ const maxInFlight = 4096
 // (see publisher, within maxInFlight), and waits for every acknowledgement; on an error,
 // how many were stored too. The connection keeps their order, so the stream does too.
 func (s *Store) publishEach(ctx context.Context, msgs []*nats.Msg) ([]ack, int, error) {
-	r, sent, sendErr := s.pubs.publish(msgs)
+	r, sent, sendErr := s.pubs.publish(msgs, 0)
 	if sent == 0 {
 		return nil, 0, sendErr
 	}

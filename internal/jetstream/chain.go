@@ -23,9 +23,20 @@ import (
 // the Evtctl-Time header, at least the time of the message before it, with a condition that
 // JetStream checks when it stores the message: Nats-Expected-Last-Msg-Id names the message
 // before it in the chain (Nats-Expected-Last-Sequence for the first, after the node read the
-// stream's last message). A message is therefore stored only directly after the message
+// stream's last message, when that one has no id). The condition names the message, not its
+// sequence: a sequence would also be met by another writer's message stored where one of
+// the chain's was refused. A message is therefore stored only directly after the message
 // whose time the node knew, so cursor times grow along the stream, and once one message of
-// the chain is refused every later one is too: a chain never leaves a gap.
+// the chain is not stored every later one is refused: a chain never leaves a gap.
+//
+// That also makes most acknowledgements redundant: when a chained message is stored, every
+// message of the chain before it was stored, each at the sequence before. So a chain's
+// messages are published with sparse acknowledgements: only every ackEvery-th and the last
+// of a publish carry a reply subject, and a stored one answers for the messages sent since
+// the one before it — measured as a fifth of the server's work per message. When such an
+// answer is anything else (a refusal, an error, a duplicate), the node reads the stream
+// from where those messages were to go to find which of them were stored; the rest are
+// published again, each with its own answer.
 //
 // The time a node chooses is its clock's when it publishes the message, capped by an upper
 // bound of the clock of the server that stores the stream (see serverClock): no later than
@@ -48,6 +59,9 @@ const (
 
 	// clockStale is the age past which a sample of the server's clock is not used.
 	clockStale = 10 * time.Second
+
+	// ackEvery is how many chained messages one answer stands for at most.
+	ackEvery = 256
 )
 
 // sharedFor is how long a node publishes in shared mode after another writer was seen (a
@@ -160,10 +174,11 @@ type chained struct {
 }
 
 // publishChained publishes msgs (each with a message id) as the continuation of this
-// node's chain and waits for them. errNoChain when they are to be published in shared mode
-// (nothing was published). Messages refused for their place are marked refused; the node
-// then reads the stream's last message before it chains again.
-func (s *Store) publishChained(ctx context.Context, msgs []*nats.Msg) ([]chained, error) {
+// node's chain, with an answer for every every-th (see publisher.publish), and waits for
+// them. errNoChain when they are to be published in shared mode (nothing was published).
+// Messages refused for their place are marked refused; the node then reads the stream's
+// last message before it chains again.
+func (s *Store) publishChained(ctx context.Context, msgs []*nats.Msg, every int) ([]chained, error) {
 	c := &s.chain
 	c.mu.Lock()
 	for {
@@ -197,7 +212,7 @@ func (s *Store) publishChained(ctx context.Context, msgs []*nats.Msg) ([]chained
 			return nil, errNoChain
 		}
 	}
-	sent, ok := s.sendLocked(msgs)
+	sent, ok := s.sendLocked(msgs, every)
 	c.mu.Unlock()
 	if !ok {
 		return nil, errNoChain
@@ -210,22 +225,25 @@ type chainSend struct {
 	s     *Store
 	msgs  []*nats.Msg
 	run   *pubRun
-	sent  int // msgs[:sent] were sent
+	every int    // as publisher.publish took it
+	after uint64 // the sequence msgs[0] was published to follow: msgs[i] goes to after+i+1
+	sent  int    // msgs[:sent] were sent
 	ts    []int64
 	err   error  // why the messages after those sent were not
 	epoch uint64 // the chain's epoch they were sent in
 }
 
-// sendLocked publishes msgs as the chain's continuation (c.mu held, the chain known); false
-// without a recent sample of the server's clock (nothing sent). It publishes under the
-// lock, so that the connection carries the chain in its order.
-func (s *Store) sendLocked(msgs []*nats.Msg) (*chainSend, bool) {
+// sendLocked publishes msgs as the chain's continuation, with an answer for every every-th
+// (c.mu held, the chain known); false without a recent sample of the server's clock
+// (nothing sent). It publishes under the lock, so that the connection carries the chain in
+// its order.
+func (s *Store) sendLocked(msgs []*nats.Msg, every int) (*chainSend, bool) {
 	c := &s.chain
 	now, ok := s.clock.now()
 	if !ok {
 		return nil, false
 	}
-	cs := &chainSend{s: s, msgs: msgs, ts: make([]int64, len(msgs)), epoch: c.epoch}
+	cs := &chainSend{s: s, msgs: msgs, every: every, after: c.seq, ts: make([]int64, len(msgs)), epoch: c.epoch}
 	seq, ts, id := c.seq, c.ts, c.id
 	for i, m := range msgs {
 		t := max(ts, now)
@@ -242,7 +260,7 @@ func (s *Store) sendLocked(msgs []*nats.Msg) (*chainSend, bool) {
 		seq++
 		ts, id = t, m.Header[hdrMsgID][0]
 	}
-	cs.run, cs.sent, cs.err = s.pubs.publish(msgs)
+	cs.run, cs.sent, cs.err = s.pubs.publish(msgs, every)
 	if cs.sent < len(msgs) {
 		c.breakLocked()
 	}
@@ -269,13 +287,16 @@ func (cs *chainSend) collect(ctx context.Context) []chained {
 	var lastTS int64
 	broken := false
 	res := s.pubs.wait(ctx, cs.run)
+	if cs.every > 0 {
+		cs.settle(ctx, res)
+	}
 	for i := range cs.msgs {
 		r := res[i]
 		var je *jsError
 		switch {
 		case i >= cs.sent:
 			out[i].err = cs.err
-		case errors.As(r.err, &je) && (je.e.ErrCode == errWrongLastMsgID || je.e.ErrCode == errWrongLastSeq):
+		case errors.Is(r.err, errNotStored), errors.As(r.err, &je) && (je.e.ErrCode == errWrongLastMsgID || je.e.ErrCode == errWrongLastSeq):
 			out[i].refused = true
 		case r.err != nil:
 			out[i].err = r.err
@@ -346,4 +367,70 @@ func (s *Store) resync(ctx context.Context) error {
 	c.seq, c.ts, c.id = last, m.ts, m.msgID
 	c.own = last
 	return nil
+}
+
+// errNotStored marks a chained message found not stored after an answer for it and the
+// messages before it said something went wrong: it is to be published again.
+var errNotStored = errors.New("not stored")
+
+// settle gives every message of a sparsely answered run the answer it did not get (see
+// publisher.publish): a message answered as stored at its place in the chain answers for
+// the messages sent since the one answered before it; after any other answer the node
+// reads the stream to see which of those messages were stored, each directly after the
+// one before, and marks the others errNotStored. Messages not answered for lack of an
+// answer in time keep that error.
+func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
+	from := 0
+	for b := range cs.sent {
+		if !asks(b, len(cs.msgs), cs.every) {
+			continue
+		}
+		a := from
+		from = b + 1
+		r := res[b]
+		if !r.answered {
+			continue // wait gave every message of the run its error
+		}
+		if r.err == nil && !r.dup && r.seq == cs.after+uint64(b)+1 {
+			for i := a; i < b; i++ {
+				res[i] = pubResult{ack: ack{seq: cs.after + uint64(i) + 1}, answered: true}
+			}
+			continue
+		}
+		stored, err := cs.storedFrom(ctx, a, b)
+		for i := a; i < b; i++ {
+			switch {
+			case i < a+stored:
+				res[i] = pubResult{ack: ack{seq: cs.after + uint64(i) + 1}, answered: true}
+			case err != nil:
+				res[i] = pubResult{err: err}
+			default:
+				res[i] = pubResult{err: errNotStored, answered: true}
+			}
+		}
+	}
+}
+
+// storedFrom reads the stream where msgs[a:b] were to be stored and returns how many of
+// them, from a on, are there; with an error, as many as it could tell.
+func (cs *chainSend) storedFrom(ctx context.Context, a, b int) (int, error) {
+	s := cs.s
+	n := 0
+	for a+n < b {
+		seq := cs.after + uint64(a+n) + 1
+		got, err := s.fetchRange(ctx, seq, seq, b-a-n)
+		if err != nil {
+			return n, err
+		}
+		if len(got) == 0 {
+			return n, nil
+		}
+		for _, m := range got {
+			if a+n == b || m.seq != cs.after+uint64(a+n)+1 || m.msgID != cs.msgs[a+n].Header[hdrMsgID][0] {
+				return n, nil
+			}
+			n++
+		}
+	}
+	return n, nil
 }

@@ -385,3 +385,84 @@ func TestSharedModeAndBack(t *testing.T) {
 	}
 	checkOrder(t, storetest.ReadAll(t, s), 5)
 }
+
+// A chain's messages are answered sparsely (one answer for up to AckEvery): a repeat in the
+// middle of a run — JetStream drops it without a word, and refuses the rest of the chain —
+// is answered as a duplicate with its first cursor, and every other event as stored once, at
+// the cursor it is read at, none of them taken for a repeat.
+func TestSparseAnswersWithARepeat(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "SPARSE", storetest.Config{}, 1)
+	defer s.Close()
+	first, err := s.Append(ctx, []eventlog.Entry{ev(0), ev(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 2*jetstream.AckEvery + 50
+	run := make([]eventlog.Entry, n)
+	for i := range run {
+		run[i] = ev(2 + i)
+	}
+	at := jetstream.AckEvery + 7 // in the second span, not its answered end
+	run[at] = ev(1)
+	res, err := s.Append(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Duplicate != (i == at) {
+			t.Fatalf("event %d answered duplicate=%v", i, r.Duplicate)
+		}
+	}
+	if res[at].Cursor != first[1].Cursor {
+		t.Fatalf("the repeat answered %v, first stored at %v", res[at].Cursor, first[1].Cursor)
+	}
+	items := storetest.ReadAll(t, s)
+	checkOrder(t, items, n+1)
+	k := 2
+	for i, r := range res {
+		if i == at {
+			continue
+		}
+		if items[k].Cursor != r.Cursor || string(items[k].JSON) != string(run[i].JSON) {
+			t.Fatalf("item %d is %s at %v; event %d was acknowledged at %v", k, items[k].JSON, items[k].Cursor, i, r.Cursor)
+		}
+		k++
+	}
+}
+
+// An event the stream refuses for what it is, in the middle of a sparsely answered run:
+// the events before it are stored and said to be, nothing after it is, and the error names
+// how many were.
+func TestSparseAnswersAFailure(t *testing.T) {
+	for _, at := range []int{jetstream.AckEvery + 30, jetstream.AckEvery - 1, 0} {
+		t.Run(strconv.Itoa(at), func(t *testing.T) {
+			srv := natstest.Solo(t)
+			_, js := connect(t, srv.ClientURL())
+			foreignStream(t, js, natsjs.StreamConfig{Name: "SMALL", Subjects: []string{"evtctl.small"}, AllowDirect: true,
+				MaxMsgSize: 2048, Duplicates: time.Minute})
+			s := openForeign(t, srv.ClientURL(), "SMALL")
+			n := 2*jetstream.AckEvery + 10
+			run := make([]eventlog.Entry, n)
+			for i := range run {
+				run[i] = ev(i)
+			}
+			run[at].JSON = []byte(`{"specversion":"1.0","id":"id-big","source":"/test","type":"t","data":"` + strings.Repeat("x", 3000) + `"}`)
+			_, err := s.Append(ctx, run)
+			if at == 0 {
+				if err == nil || strings.Contains(err.Error(), "were stored") {
+					t.Fatalf("append: %v, want the stream's refusal alone", err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d of %d events were stored", at, n)) {
+				t.Fatalf("append: %v, want %d of %d stored", err, at, n)
+			}
+			items := storetest.ReadAll(t, s)
+			checkOrder(t, items, at)
+			for i, it := range items {
+				if string(it.JSON) != string(ev(i).JSON) {
+					t.Fatalf("item %d is %s", i, it.JSON)
+				}
+			}
+		})
+	}
+}

@@ -20,3 +20,6 @@ func SharedFor(t testing.TB, d time.Duration) {
 	sharedFor = d
 	t.Cleanup(func() { sharedFor = prev })
 }
+
+// AckEvery is how many chained messages one answer stands for at most.
+const AckEvery = ackEvery

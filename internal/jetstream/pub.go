@@ -22,6 +22,10 @@ import (
 //
 // Messages are published on the connection in the order publish is called, and publish
 // is called under the chain's lock for a chain: the order of the stream.
+//
+// A chain's messages may be published with sparse acknowledgements (see chain.go): only
+// every so many carries a reply subject, and its answer stands for the messages sent
+// since the one before that did. JetStream answers nothing for a message without one.
 type publisher struct {
 	s      *Store
 	prefix string // of the reply subjects: "_INBOX.<unique>."
@@ -34,8 +38,9 @@ type publisher struct {
 }
 
 type pubSlot struct {
-	run *pubRun
-	i   int
+	run  *pubRun
+	i    int
+	span int // the messages it holds room for: its own and those sent without a reply just before it
 }
 
 // pubRun is a run of messages published together and waited for together.
@@ -68,16 +73,31 @@ func newPublisher(s *Store) (*publisher, error) {
 }
 
 // publish sends msgs in order, stopping at the first that cannot be sent (its error is
-// returned with how many were), and returns the run to wait on.
-func (p *publisher) publish(msgs []*nats.Msg) (*pubRun, int, error) {
-	r := &pubRun{acks: make([]pubResult, len(msgs)), ns: make([]uint64, 0, len(msgs)), done: make(chan struct{})}
-	r.left.Store(int32(len(msgs)))
+// returned with how many were), and returns the run to wait on. With every > 0 only every
+// every-th message and the last ask for an answer (asks reports which); the others are
+// left unanswered in the run.
+func (p *publisher) publish(msgs []*nats.Msg, every int) (*pubRun, int, error) {
+	r := &pubRun{acks: make([]pubResult, len(msgs)), done: make(chan struct{})}
+	total := len(msgs)
+	if every > 0 {
+		total = (len(msgs) + every - 1) / every
+	}
+	r.ns = make([]uint64, 0, total)
+	r.left.Store(int32(total))
 	var stall *time.Timer
 	defer func() {
 		if stall != nil {
 			stall.Stop()
 		}
 	}()
+	held := 0 // room taken by messages sent without a reply since the last that had one
+	stop := func(err error) error {
+		for range held {
+			<-p.room
+		}
+		p.unsent(r, total-len(r.ns))
+		return err
+	}
 	for i, m := range msgs {
 		select {
 		case p.room <- struct{}{}:
@@ -88,30 +108,42 @@ func (p *publisher) publish(msgs []*nats.Msg) (*pubRun, int, error) {
 			select {
 			case p.room <- struct{}{}:
 			case <-stall.C:
-				p.unsent(r, len(msgs)-i)
-				return r, i, unavailable("NATS JetStream acknowledges more slowly than events arrive (%d in flight)", maxInFlight)
+				return r, i, stop(unavailable("NATS JetStream acknowledges more slowly than events arrive (%d in flight)", maxInFlight))
 			case <-p.s.quit:
-				p.unsent(r, len(msgs)-i)
-				return r, i, eventlog.ErrClosed
+				return r, i, stop(eventlog.ErrClosed)
 			}
+		}
+		if !asks(i, len(msgs), every) {
+			held++
+			m.Reply = ""
+			if err := p.s.nc.PublishMsg(m); err != nil {
+				return r, i, stop(p.s.pubErr(err))
+			}
+			continue
 		}
 		p.mu.Lock()
 		p.next++
 		n := p.next
-		p.waiting[n] = pubSlot{run: r, i: i}
+		p.waiting[n] = pubSlot{run: r, i: i, span: held + 1}
 		p.mu.Unlock()
+		held = 0
 		r.ns = append(r.ns, n)
 		m.Reply = p.prefix + strconv.FormatUint(n, 10)
 		if err := p.s.nc.PublishMsg(m); err != nil {
 			p.release(n)
-			p.unsent(r, len(msgs)-i)
-			return r, i, p.s.pubErr(err)
+			r.ns = r.ns[:len(r.ns)-1]
+			return r, i, stop(p.s.pubErr(err))
 		}
 	}
 	return r, len(msgs), nil
 }
 
-// unsent counts n messages of r that were not sent as answered.
+// asks reports whether message i of n published with every asks for an answer.
+func asks(i, n, every int) bool {
+	return every <= 0 || (i+1)%every == 0 || i == n-1
+}
+
+// unsent counts n answers r will not get as received.
 func (p *publisher) unsent(r *pubRun, n int) {
 	if r.left.Add(-int32(n)) == 0 {
 		close(r.done)
@@ -128,7 +160,9 @@ func (p *publisher) release(n uint64) (*pubRun, int) {
 	}
 	delete(p.waiting, n)
 	p.mu.Unlock()
-	<-p.room
+	for range sl.span {
+		<-p.room
+	}
 	return sl.run, sl.i
 }
 
@@ -162,8 +196,9 @@ func (p *publisher) deliver(m *nats.Msg) {
 	}
 }
 
-// wait waits for every sent message of r, up to the store's timeout, and returns the
-// answers; a message not answered in time has errAckTimeout, and is given up.
+// wait waits for every answer r asked for, up to the store's timeout, and returns the
+// answers; a message not answered in time has errAckTimeout, and is given up, as does every
+// message without an answer then.
 func (p *publisher) wait(ctx context.Context, r *pubRun) []pubResult {
 	t := time.NewTimer(p.s.opts.Timeout)
 	defer t.Stop()
