@@ -702,6 +702,7 @@ type benchJetStreamOptions struct {
 	Producers int
 	Runs      int
 	Replicas  int
+	Warmup    int
 	NodeArgs  []string
 }
 
@@ -721,8 +722,10 @@ on a stream of that server, and report the node's rates as a share of the client
           chronological replay rendered as evtctl replay -o jsonl renders it
 
 The node is this executable, "serve --store NATS" in a process of its own (--node-arg adds
-flags). Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs
-repeats everything; medians are reported.`,
+flags). Before the measured events each side sends --warmup-events others, neither timed
+nor read back: the node is a new process in each run, while the client's has run before.
+Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs repeats
+everything; medians are reported.`,
 		Example: `  nats-server --jetstream --store_dir "$(mktemp -d)" &
   evtctl bench jetstream --nats nats://127.0.0.1:4222 --runs 3`,
 		Args: noArgs,
@@ -739,6 +742,9 @@ repeats everything; medians are reported.`,
 			if opts.Events < 1 || opts.BatchSize < 1 || opts.Producers < 1 || opts.Runs < 1 || opts.Replicas < 1 || opts.Replicas > 5 {
 				return usagef("--events, --batch-size, --producers and --runs must be at least 1; --nats-replicas 1 to 5")
 			}
+			if opts.Warmup < -1 {
+				return usagef("--warmup-events must be at least -1 (-1: none; 0: a tenth of --events)")
+			}
 			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
 				return err
 			}
@@ -754,6 +760,7 @@ repeats everything; medians are reported.`,
 	f.IntVar(&opts.BatchSize, "batch-size", 1000, "events per ingest request to the node")
 	f.IntVar(&opts.Producers, "producers", 1, "ingest requests in flight to the node (1: evtctl emit --file's ordered batches)")
 	f.IntVar(&opts.Runs, "runs", 1, "runs; the medians are reported")
+	f.IntVar(&opts.Warmup, "warmup-events", 0, "events each side sends before the measured ones (0: a tenth of --events, at least one batch; -1: none)")
 	f.IntVar(&opts.Replicas, "nats-replicas", 1, "replicas of each stream")
 	f.StringArrayVar(&opts.NodeArgs, "node-arg", nil, "a flag for the node's serve command (repeatable), e.g. --node-arg=--nats-atomic-batches=false")
 	return cmd
@@ -767,7 +774,7 @@ func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
 	p := &benchProgress{s: opts.streams}
 	cfg := bench.JetStreamConfig{
 		Version: versionString(), URL: opts.NATS, Replicas: opts.Replicas, Events: opts.Events, EventSize: opts.EventSize,
-		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs,
+		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs, Warmup: opts.Warmup,
 		EmitFile: func(ctx context.Context, url, path string, batchSize int) (int, error) {
 			n, _, err := emitFile(bench.Target{URL: url}, "--batch-size", strconv.Itoa(batchSize))(ctx, path)
 			return n, err

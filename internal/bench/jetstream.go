@@ -31,12 +31,16 @@ type JetStreamConfig struct {
 	NATSOptions []nats.Option
 	Replicas    int // of each stream; default 1
 	Events      int // default 100,000
-	EventSize   int
-	BatchSize   int // events per ingest request to the node; default 1000
-	Producers   int // ingest requests in flight to the node; default 1 (as evtctl emit)
+	// Warmup is how many events each side sends, untimed, before the measured ones (its
+	// process, connections and heap warmed up); 0: a tenth of Events, at least one batch;
+	// below 0: none.
+	Warmup    int
+	EventSize int
+	BatchSize int // events per ingest request to the node; default 1000
+	Producers int // ingest requests in flight to the node; default 1 (as evtctl emit)
 	// EmitFile, when set, is how the node's ingest is sent with one producer: evtctl emit
 	// --file of the JSON-lines file at path to the node at url, --batch-size batchSize (the
-	// ordered batches emit sends, two in flight). It returns the events the node
+	// ordered batches emit sends). It returns the events the node
 	// acknowledged.
 	EmitFile func(ctx context.Context, url, path string, batchSize int) (events int, err error)
 	Runs     int
@@ -50,8 +54,10 @@ type JetStreamConfig struct {
 // default bound on acknowledgements in flight) and reads them back with an ordered
 // consumer; the node takes the same events over HTTP in batches, as evtctl emit --mode
 // batch sends them, and serves them to a chronological replay rendered as evtctl replay
-// -o jsonl renders it. Each run uses new streams, deleted afterwards. Reports each rate
-// (median over the runs) and the node's rate as a share of the client's.
+// -o jsonl renders it. Each side first sends Warmup other events, not timed and not read:
+// the node is a new process in each run, the client's process has run before. Each run
+// uses new streams, deleted afterwards. Reports each rate (median over the runs) and the
+// node's rate as a share of the client's.
 func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	if cfg.Events <= 0 {
 		cfg.Events = 100_000
@@ -70,6 +76,12 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	}
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
+	}
+	switch {
+	case cfg.Warmup == 0:
+		cfg.Warmup = max(cfg.Events/10, cfg.BatchSize)
+	case cfg.Warmup < 0:
+		cfg.Warmup = 0
 	}
 	progress := func(format string, args ...any) {
 		if cfg.Progress != nil {
@@ -93,6 +105,7 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	}
 	r.param("events", cfg.Events, "events")
 	r.param("event_size", cfg.EventSize, "bytes")
+	r.param("warmup", cfg.Warmup, "events")
 	r.param("batch_size", cfg.BatchSize, "events")
 	r.param("producers", cfg.Producers, "requests in flight")
 	r.param("replicas", cfg.Replicas, "replicas")
@@ -105,14 +118,18 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		warm, err := newEventMaker(cfg.EventSize, newRunID())
+		if err != nil {
+			return nil, err
+		}
 		rawStream, nodeStream := "EVTCTL_BENCH_RAW_"+id, "EVTCTL_BENCH_NODE_"+id
 
 		progress("jetstream: run %d of %d: Go client, async publish", run, cfg.Runs)
-		ri, err := rawPublish(ctx, js, rawStream, cfg, maker)
+		ri, err := rawPublish(ctx, js, rawStream, cfg, maker, warm)
 		if err == nil {
 			progress("jetstream: run %d of %d: Go client, ordered consumer", run, cfg.Runs)
 			var ro float64
-			if ro, err = rawRead(ctx, js, rawStream, cfg.Events); err == nil {
+			if ro, err = rawRead(ctx, js, rawStream, uint64(cfg.Warmup)+1, cfg.Events); err == nil {
 				rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
 			}
 		}
@@ -122,7 +139,7 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		}
 
 		progress("jetstream: run %d of %d: evtctl node, ingest", run, cfg.Runs)
-		ni, no, err := nodeRun(ctx, cfg, nodeStream, maker, progress)
+		ni, no, err := nodeRun(ctx, cfg, nodeStream, maker, warm, progress)
 		_ = js.DeleteStream(context.WithoutCancel(ctx), nodeStream)
 		if err != nil {
 			return partial(ctx, r, err)
@@ -168,15 +185,35 @@ func streamConfig(name string, replicas int) jetstream.StreamConfig {
 	}
 }
 
-// rawPublish publishes the events with the Go client's asynchronous publish, each with a
-// message id (as the node sends them, for duplicate suppression), and returns events/s.
-func rawPublish(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m *eventMaker) (float64, error) {
+// rawPublish publishes cfg.Warmup events of warm, then (timed) the events of m, with the
+// Go client's asynchronous publish, each with a message id (as the node sends them, for
+// duplicate suppression), and returns events/s.
+func rawPublish(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m, warm *eventMaker) (float64, error) {
 	sc := streamConfig(stream, cfg.Replicas)
 	if _, err := js.CreateStream(ctx, sc); err != nil {
 		return 0, fmt.Errorf("creating stream %s: %w", stream, err)
 	}
-	subject := sc.Subjects[0]
-	bodies := make([][]byte, cfg.Events)
+	if _, err := rawPublishAll(ctx, js, sc.Subjects[0], warm, cfg.Warmup); err != nil {
+		return 0, err
+	}
+	d, err := rawPublishAll(ctx, js, sc.Subjects[0], m, cfg.Events)
+	if err != nil {
+		return 0, err
+	}
+	info, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	if got := info.CachedInfo().State.Msgs; got != uint64(cfg.Warmup+cfg.Events) {
+		return 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Warmup+cfg.Events)
+	}
+	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+}
+
+// rawPublishAll publishes n events of m and waits for their acknowledgements; how long
+// that took.
+func rawPublishAll(ctx context.Context, js jetstream.JetStream, subject string, m *eventMaker, n int) (time.Duration, error) {
+	bodies := make([][]byte, n)
 	for i := range bodies {
 		bodies[i] = m.appendEvent(make([]byte, 0, m.size), uint64(i+1))
 	}
@@ -197,21 +234,14 @@ func rawPublish(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	case <-time.After(time.Minute):
 		return 0, errors.New("the Go client's publishes were not all acknowledged within a minute")
 	}
-	d := time.Since(start)
-	info, err := js.Stream(ctx, stream)
-	if err != nil {
-		return 0, err
-	}
-	if got := info.CachedInfo().State.Msgs; got != uint64(cfg.Events) {
-		return 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Events)
-	}
-	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+	return time.Since(start), nil
 }
 
-// rawRead reads the stream with an ordered consumer of the client's default settings.
-func rawRead(ctx context.Context, js jetstream.JetStream, stream string, n int) (float64, error) {
+// rawRead reads n messages of the stream from sequence from on with an ordered consumer
+// of the client's default settings.
+func rawRead(ctx context.Context, js jetstream.JetStream, stream string, from uint64, n int) (float64, error) {
 	start := time.Now()
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from})
 	if err != nil {
 		return 0, err
 	}
@@ -236,30 +266,47 @@ func rawRead(ctx context.Context, js jetstream.JetStream, stream string, n int) 
 }
 
 // nodeRun starts a node on stream, sends it the events and replays them.
-func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMaker, progress func(string, ...any)) (in, out float64, err error) {
+func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *eventMaker, progress func(string, ...any)) (in, out float64, err error) {
 	url, stop, err := cfg.StartNode(ctx, stream)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	t := Target{URL: url}
-	var from, to client.Position
-	if cfg.EmitFile != nil && cfg.Producers == 1 {
-		if in, err = emitRun(ctx, cfg, url, m); err != nil {
-			return 0, 0, err
-		}
-		// The stream holds these events alone: the replay reads it from its start to its end.
-	} else {
-		if in, from, to, err = postRun(ctx, cfg, t, m); err != nil {
-			return 0, 0, err
-		}
-	}
-	progress("jetstream: evtctl node, replay")
 	c, closeClient, err := newClient(t, cfg.Version)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer closeClient()
+	var from, to client.Position
+	if cfg.EmitFile != nil && cfg.Producers == 1 {
+		if cfg.Warmup > 0 {
+			if _, err := emitRun(ctx, cfg, url, warm, cfg.Warmup); err != nil {
+				return 0, 0, err
+			}
+			head, err := c.Events(ctx, client.Request{MaxItems: 1})
+			if err != nil {
+				return 0, 0, err
+			}
+			from = client.Position{Cursor: head.Newest}
+		}
+		if in, err = emitRun(ctx, cfg, url, m, cfg.Events); err != nil {
+			return 0, 0, err
+		}
+		// The replay reads from the end of the warm-up to the stream's end.
+	} else {
+		if cfg.Warmup > 0 {
+			wcfg := cfg
+			wcfg.Events = cfg.Warmup
+			if _, _, _, err := postRun(ctx, wcfg, t, warm); err != nil {
+				return 0, 0, err
+			}
+		}
+		if in, from, to, err = postRun(ctx, cfg, t, m); err != nil {
+			return 0, 0, err
+		}
+	}
+	progress("jetstream: evtctl node, replay")
 	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, to, false, nil)
 	if err != nil {
 		return 0, 0, err
@@ -270,27 +317,27 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m *eventMa
 	return in, float64(n) / max(d.Seconds(), 1e-9), nil
 }
 
-// emitRun sends the events to the node with cfg.EmitFile and returns events/s.
-func emitRun(ctx context.Context, cfg JetStreamConfig, url string, m *eventMaker) (float64, error) {
+// emitRun sends n events of m to the node with cfg.EmitFile and returns events/s.
+func emitRun(ctx context.Context, cfg JetStreamConfig, url string, m *eventMaker, n int) (float64, error) {
 	dir, err := os.MkdirTemp("", "evtctl-bench-jetstream-")
 	if err != nil {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "events.jsonl")
-	if err := writeEvents(path, m, cfg.Events); err != nil {
+	if err := writeEvents(path, m, n); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	n, err := cfg.EmitFile(ctx, url, path, cfg.BatchSize)
+	got, err := cfg.EmitFile(ctx, url, path, cfg.BatchSize)
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
-	if n != cfg.Events {
-		return 0, fmt.Errorf("the node acknowledged %d events of %d", n, cfg.Events)
+	if got != n {
+		return 0, fmt.Errorf("the node acknowledged %d events of %d", got, n)
 	}
-	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+	return float64(n) / max(d.Seconds(), 1e-9), nil
 }
 
 // postRun posts the events to the node in batches, cfg.Producers requests in flight, and
