@@ -722,8 +722,8 @@ on a stream of that server, and report the node's rates as a share of the client
           chronological replay rendered as evtctl replay -o jsonl renders it
 
 The node is this executable, "serve --store NATS" in a process of its own (--node-arg adds
-flags). Before the measured events each side sends --warmup-events others, neither timed
-nor read back: the node is a new process in each run, while the client's has run before.
+flags). Before the measured events each side sends and reads back --warmup-events others,
+untimed: the node is a new process in each run, while the client's has run before.
 Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs repeats
 everything; medians are reported.`,
 		Example: `  nats-server --jetstream --store_dir "$(mktemp -d)" &
@@ -760,7 +760,7 @@ everything; medians are reported.`,
 	f.IntVar(&opts.BatchSize, "batch-size", 1000, "events per ingest request to the node")
 	f.IntVar(&opts.Producers, "producers", 1, "ingest requests in flight to the node (1: evtctl emit --file's ordered batches)")
 	f.IntVar(&opts.Runs, "runs", 1, "runs; the medians are reported")
-	f.IntVar(&opts.Warmup, "warmup-events", 0, "events each side sends before the measured ones (0: a tenth of --events, at least one batch; -1: none)")
+	f.IntVar(&opts.Warmup, "warmup-events", 0, "events each side sends and reads back, untimed, before the measured ones (0: a tenth of --events, at least one batch; -1: none)")
 	f.IntVar(&opts.Replicas, "nats-replicas", 1, "replicas of each stream")
 	f.StringArrayVar(&opts.NodeArgs, "node-arg", nil, "a flag for the node's serve command (repeatable), e.g. --node-arg=--nats-atomic-batches=false")
 	return cmd

@@ -31,9 +31,9 @@ type JetStreamConfig struct {
 	NATSOptions []nats.Option
 	Replicas    int // of each stream; default 1
 	Events      int // default 100,000
-	// Warmup is how many events each side sends, untimed, before the measured ones (its
-	// process, connections and heap warmed up); 0: a tenth of Events, at least one batch;
-	// below 0: none.
+	// Warmup is how many events each side sends and reads back, untimed, before the
+	// measured ones (its process, connections and heap warmed up); 0: a tenth of Events, at
+	// least one batch; below 0: none.
 	Warmup    int
 	EventSize int
 	BatchSize int // events per ingest request to the node; default 1000
@@ -54,7 +54,7 @@ type JetStreamConfig struct {
 // default bound on acknowledgements in flight) and reads them back with an ordered
 // consumer; the node takes the same events over HTTP in batches, as evtctl emit --mode
 // batch sends them, and serves them to a chronological replay rendered as evtctl replay
-// -o jsonl renders it. Each side first sends Warmup other events, not timed and not read:
+// -o jsonl renders it. Each side first sends and reads back Warmup other events, untimed:
 // the node is a new process in each run, the client's process has run before. Each run
 // uses new streams, deleted afterwards. Reports each rate (median over the runs) and the
 // node's rate as a share of the client's.
@@ -129,7 +129,13 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		if err == nil {
 			progress("jetstream: run %d of %d: Go client, ordered consumer", run, cfg.Runs)
 			var ro float64
-			if ro, err = rawRead(ctx, js, rawStream, uint64(cfg.Warmup)+1, cfg.Events); err == nil {
+			if cfg.Warmup > 0 {
+				_, err = rawRead(ctx, js, rawStream, 1, cfg.Warmup)
+			}
+			if err == nil {
+				ro, err = rawRead(ctx, js, rawStream, uint64(cfg.Warmup)+1, cfg.Events)
+			}
+			if err == nil {
 				rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
 			}
 		}
@@ -278,7 +284,7 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 		return 0, 0, err
 	}
 	defer closeClient()
-	var from, to client.Position
+	var from, to, warmFrom, warmTo client.Position
 	if cfg.EmitFile != nil && cfg.Producers == 1 {
 		if cfg.Warmup > 0 {
 			if _, err := emitRun(ctx, cfg, url, warm, cfg.Warmup); err != nil {
@@ -288,7 +294,7 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 			if err != nil {
 				return 0, 0, err
 			}
-			from = client.Position{Cursor: head.Newest}
+			from, warmTo = client.Position{Cursor: head.Newest}, client.Position{Cursor: head.Newest}
 		}
 		if in, err = emitRun(ctx, cfg, url, m, cfg.Events); err != nil {
 			return 0, 0, err
@@ -298,12 +304,22 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 		if cfg.Warmup > 0 {
 			wcfg := cfg
 			wcfg.Events = cfg.Warmup
-			if _, _, _, err := postRun(ctx, wcfg, t, warm); err != nil {
+			if _, warmFrom, warmTo, err = postRun(ctx, wcfg, t, warm); err != nil {
 				return 0, 0, err
 			}
 		}
 		if in, from, to, err = postRun(ctx, cfg, t, m); err != nil {
 			return 0, 0, err
+		}
+	}
+	if cfg.Warmup > 0 {
+		// The warm-up events are replayed first, as the client reads them back first.
+		n, _, _, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", warmFrom, warmTo, false, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n != cfg.Warmup {
+			return 0, 0, fmt.Errorf("the node replayed %d warm-up events of %d", n, cfg.Warmup)
 		}
 	}
 	progress("jetstream: evtctl node, replay")
