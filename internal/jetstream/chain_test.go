@@ -417,6 +417,9 @@ func TestSparseAnswersWithARepeat(t *testing.T) {
 	if res[at].Cursor != first[1].Cursor {
 		t.Fatalf("the repeat answered %v, first stored at %v", res[at].Cursor, first[1].Cursor)
 	}
+	if n := jetstream.InFlight(s); n != 0 {
+		t.Fatalf("the publisher holds room for %d messages after every answer came", n)
+	}
 	items := storetest.ReadAll(t, s)
 	checkOrder(t, items, n+1)
 	k := 2
@@ -462,6 +465,9 @@ func TestSparseAnswersAFailure(t *testing.T) {
 				if string(it.JSON) != string(ev(i).JSON) {
 					t.Fatalf("item %d is %s", i, it.JSON)
 				}
+			}
+			if n := jetstream.InFlight(s); n != 0 {
+				t.Fatalf("the publisher holds room for %d messages after every answer came", n)
 			}
 		})
 	}

@@ -23,3 +23,7 @@ func SharedFor(t testing.TB, d time.Duration) {
 
 // AckEvery is how many chained messages one answer stands for at most.
 const AckEvery = ackEvery
+
+// InFlight is how many messages the store's publisher holds room for: published and not
+// yet answered for.
+func InFlight(s *Store) int { return len(s.pubs.room) }
