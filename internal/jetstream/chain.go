@@ -378,7 +378,8 @@ var errNotStored = errors.New("not stored")
 // the messages sent since the one answered before it; after any other answer the node
 // reads the stream to see which of those messages were stored, each directly after the
 // one before, and marks the others errNotStored. Messages not answered for lack of an
-// answer in time keep that error.
+// answer in time keep that error; messages sent after the last that asked for an answer,
+// when the run stopped short, fail with the reason it stopped (stored or not, nobody said).
 func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
 	from := 0
 	for b := range cs.sent {
@@ -408,6 +409,9 @@ func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
 				res[i] = pubResult{err: errNotStored, answered: true}
 			}
 		}
+	}
+	for i := from; i < cs.sent; i++ {
+		res[i] = pubResult{err: cs.err}
 	}
 }
 
