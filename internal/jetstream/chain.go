@@ -374,13 +374,19 @@ func (s *Store) resync(ctx context.Context) error {
 var errNotStored = errors.New("not stored")
 
 // settle gives every message of a sparsely answered run the answer it did not get (see
-// publisher.publish): a message answered as stored at its place in the chain answers for
-// the messages sent since the one answered before it; after any other answer the node
-// reads the stream to see which of those messages were stored, each directly after the
-// one before, and marks the others errNotStored. Messages not answered for lack of an
-// answer in time keep that error; messages sent after the last that asked for an answer,
-// when the run stopped short, fail with the reason it stopped (stored or not, nobody said).
+// publisher.publish). A message answered as stored where the chain's next message belongs
+// answers for the messages sent since the one answered before it: they are stored, each at
+// the sequence before. After any other answer the node reads the stream from there to see
+// which of those messages were stored, and marks the others errNotStored. A message can be
+// missing from the middle: a repeat of the stream's last message is dropped without a word,
+// and the message after it, naming the same id as the one before, is stored in its place,
+// so where the chain's next message belongs is followed as the answers and the reads tell.
+// Messages not answered for lack of an answer in time keep that error; messages sent after
+// the last that asked for an answer, when the run stopped short, fail with the reason it
+// stopped (stored or not, nobody said).
 func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
+	next := cs.after + 1 // where the chain's next stored message belongs
+	lost := false        // an answer did not come: what follows is left as wait left it
 	from := 0
 	for b := range cs.sent {
 		if !asks(b, len(cs.msgs), cs.every) {
@@ -389,25 +395,32 @@ func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
 		a := from
 		from = b + 1
 		r := res[b]
-		if !r.answered {
-			continue // wait gave every message of the run its error
-		}
-		if r.err == nil && !r.dup && r.seq == cs.after+uint64(b)+1 {
-			for i := a; i < b; i++ {
-				res[i] = pubResult{ack: ack{seq: cs.after + uint64(i) + 1}, answered: true}
-			}
+		if lost || !r.answered {
+			lost = true
 			continue
 		}
-		stored, err := cs.storedFrom(ctx, a, b)
+		stored := r.err == nil && !r.dup
+		if stored && r.seq == next+uint64(b-a) {
+			for i := a; i < b; i++ {
+				res[i] = pubResult{ack: ack{seq: next + uint64(i-a)}, answered: true}
+			}
+			next = r.seq + 1
+			continue
+		}
+		found, err := cs.readBack(ctx, a, b, next)
 		for i := a; i < b; i++ {
-			switch {
-			case i < a+stored:
-				res[i] = pubResult{ack: ack{seq: cs.after + uint64(i) + 1}, answered: true}
+			switch seq := found[i-a]; {
+			case seq != 0:
+				res[i] = pubResult{ack: ack{seq: seq}, answered: true}
+				next = seq + 1
 			case err != nil:
 				res[i] = pubResult{err: err}
 			default:
 				res[i] = pubResult{err: errNotStored, answered: true}
 			}
+		}
+		if stored {
+			next = r.seq + 1
 		}
 	}
 	for i := from; i < cs.sent; i++ {
@@ -415,26 +428,32 @@ func (cs *chainSend) settle(ctx context.Context, res []pubResult) {
 	}
 }
 
-// storedFrom reads the stream where msgs[a:b] were to be stored and returns how many of
-// them, from a on, are there; with an error, as many as it could tell.
-func (cs *chainSend) storedFrom(ctx context.Context, a, b int) (int, error) {
-	s := cs.s
-	n := 0
-	for a+n < b {
-		seq := cs.after + uint64(a+n) + 1
-		got, err := s.fetchRange(ctx, seq, seq, b-a-n)
-		if err != nil {
-			return n, err
-		}
-		if len(got) == 0 {
-			return n, nil
+// readBack reads the stream from sequence seq on, where msgs[a:b] were to be stored, and
+// returns the sequence each of them is stored at (0: not stored). The chain stores them one
+// right after another, some perhaps missing; the first message that is none of them, or a
+// hole, ends them. With an error, what it could tell.
+func (cs *chainSend) readBack(ctx context.Context, a, b int, seq uint64) ([]uint64, error) {
+	found := make([]uint64, b-a)
+	k := a // msgs[k:b] may still be found
+	for k < b {
+		got, err := cs.s.fetchRange(ctx, seq, seq, b-k)
+		if err != nil || len(got) == 0 {
+			return found, err
 		}
 		for _, m := range got {
-			if a+n == b || m.seq != cs.after+uint64(a+n)+1 || m.msgID != cs.msgs[a+n].Header[hdrMsgID][0] {
-				return n, nil
+			if m.seq != seq {
+				return found, nil
 			}
-			n++
+			j := k
+			for j < b && cs.msgs[j].Header[hdrMsgID][0] != m.msgID {
+				j++
+			}
+			if j == b {
+				return found, nil
+			}
+			found[j-a] = m.seq
+			k, seq = j+1, seq+1
 		}
 	}
-	return n, nil
+	return found, nil
 }

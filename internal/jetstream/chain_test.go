@@ -472,3 +472,44 @@ func TestSparseAnswersAFailure(t *testing.T) {
 		})
 	}
 }
+
+// A repeat of the stream's last message at the head of an append: JetStream drops it
+// without a word, and the message after it, naming it as the one before, is stored right
+// after the original — one place earlier than the chain expected. It is answered as
+// stored, not as a repeat, and every cursor is the one it is read at.
+func TestSparseAnswersARepeatOfTheLast(t *testing.T) {
+	srv := natstest.Solo(t)
+	s := open(t, srv.ClientURL(), "LASTREPEAT", storetest.Config{}, 1)
+	defer s.Close()
+	first, err := s.Append(ctx, []eventlog.Entry{ev(0), ev(1), ev(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := jetstream.AckEvery + 20
+	run := []eventlog.Entry{ev(2)}
+	for i := 3; len(run) < n; i++ {
+		run = append(run, ev(i))
+	}
+	res, err := s.Append(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Duplicate || res[0].Cursor != first[2].Cursor {
+		t.Fatalf("the repeat answered %+v, first stored at %v", res[0], first[2].Cursor)
+	}
+	for i, r := range res[1:] {
+		if r.Duplicate {
+			t.Fatalf("event %d, new, answered as a repeat", i+1)
+		}
+	}
+	items := storetest.ReadAll(t, s)
+	checkOrder(t, items, n+2)
+	for i, r := range res[1:] {
+		if it := items[3+i]; it.Cursor != r.Cursor || string(it.JSON) != string(run[i+1].JSON) {
+			t.Fatalf("item %d is %s at %v; event %d was acknowledged at %v", 3+i, it.JSON, it.Cursor, i+1, r.Cursor)
+		}
+	}
+	if k := jetstream.InFlight(s); k != 0 {
+		t.Fatalf("the publisher holds room for %d messages after every answer came", k)
+	}
+}
