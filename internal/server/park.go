@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,11 +41,15 @@ import (
 //   - keeps the deadlines of waits, and of idle connections, in one timer's buckets.
 //   - wakes the waiters of a head of the log when it moves (one goroutine per head, not per
 //     waiter); a bounded set of workers then re-reads for them (one read and one encoded
-//     page per distinct question, see sharedPage) and writes each reply whole in one
-//     write(2), HTTP head included; a reply the socket cannot take at once is finished by a
-//     goroutine of its own.
+//     page per distinct question, see sharedPage) and writes each reply whole, HTTP head
+//     included: the replies of up to taskSize waiters in one system call through an io_uring
+//     of the worker's (rawpoll.Ring), else one write(2) each; a reply the socket cannot take
+//     at once is finished by a goroutine of its own.
 //   - reads the next request on a connection it has answered in the worker that wrote the
-//     reply, without going back to net/http.
+//     reply, without going back to net/http; the event loop itself reads the requests that
+//     come on idle connections, and parks those it can without reading the log (a long-poll
+//     that asks what another call has just found nothing for), leaving the rest to the
+//     workers: it never waits on the log, so a slow read holds up no other connection.
 //
 // TLS connections are not parked: their requests come through crypto/tls, and net/http
 // serves them as before. Neither are HTTP/1.0 requests nor the calls of a JSON-RPC batch.
@@ -91,6 +96,7 @@ type call struct {
 
 type parker struct {
 	s       *Server
+	rings   bool // workers send replies through io_uring rings of their own
 	poll    *rawpoll.Poller
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
@@ -162,11 +168,36 @@ func newParker(s *Server) *parker {
 		getLat:  s.metrics.latency.WithLabelValues("events_get"),
 	}
 	p.dl.init()
+	// Each worker's ring is made here, so that the node's open files are all there once
+	// Attach returns.
+	workers := make([]*worker, max(2, runtime.GOMAXPROCS(0))+1) // the last one the event loop's
+	p.rings = !s.cfg.NoIOURing && os.Getenv("EVTCTL_IO_URING") != "off"
+	for i := range workers {
+		w := &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
+		if p.rings {
+			r, err := rawpoll.NewRing(taskSize)
+			if err != nil {
+				// No io_uring for this process (an old kernel, a sandbox): replies are
+				// written one write(2) each.
+				s.log.Debug("replies to long-polls are written one system call each", "err", err)
+				p.rings = false
+			}
+			w.ring = r
+		}
+		workers[i] = w
+	}
+	if !p.rings {
+		for _, w := range workers {
+			w.dropRing()
+		}
+	}
+	lw := workers[len(workers)-1]
+	lw.quick = true
 	p.loops.Add(2)
-	go p.eventLoop()
+	go p.eventLoop(lw)
 	go p.timerLoop()
-	for range max(2, runtime.GOMAXPROCS(0)) {
-		go p.work()
+	for _, w := range workers[:len(workers)-1] {
+		go w.work()
 	}
 	return p
 }
@@ -440,12 +471,14 @@ func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
 	}
 }
 
-// eventLoop reads the poller's events: input on an idle connection goes to a worker, a
-// hang-up of a waiting one ends its call. While the workers have tasks waiting (the replies
-// of a wake), it leaves events to gather, for up to backlogWait, so that replies go out first
-// and the requests that follow them are taken in larger batches.
-func (p *parker) eventLoop() {
+// eventLoop reads the poller's events: it reads the input that comes on an idle connection
+// and parks the long-polls it can without reading the log, leaving other calls to a worker;
+// a hang-up of a waiting connection ends its call. While the workers have tasks waiting (the
+// replies of a wake), it leaves events to gather, for up to backlogWait, so that replies go
+// out first and the requests that follow them are taken in larger batches.
+func (p *parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
+	defer lw.dropRing()
 	evs := make([]rawpoll.Event, 256)
 	var reads, gone []*pconn
 	backlog := time.NewTimer(time.Hour)
@@ -499,7 +532,19 @@ func (p *parker) eventLoop() {
 		for _, pc := range gone {
 			p.hangUp(pc)
 		}
-		p.dispatch(taskRead, reads)
+		toWorkers := reads[:0] // filtered in place
+		for len(reads) > 0 {
+			chunk := reads[:min(len(reads), taskSize)]
+			reads = reads[len(chunk):]
+			lw.prefetch(chunk)
+			for _, pc := range chunk {
+				if pc != nil && lw.serve(pc) {
+					toWorkers = append(toWorkers, pc)
+				}
+			}
+		}
+		reads = toWorkers
+		p.dispatch(taskRead, toWorkers)
 	}
 }
 
@@ -575,22 +620,43 @@ func (p *parker) shutdown() {
 // worker serves the connections of tasks: it reads requests, answers them or parks them, and
 // writes the replies of woken calls. Its buffers serve one connection at a time.
 type worker struct {
-	p   *parker
-	in  []byte
-	out []byte
+	p     *parker
+	in    []byte
+	out   []byte
+	quick bool // the event loop's: it leaves a call that would read the log to the workers
+
+	ring    *rawpoll.Ring // nil: replies are written with write(2), requests read with read(2)
+	sending [taskSize]pendingReply
+	recv    [taskSize][]byte // the event loop's: buffers of prefetch
+	got     [taskSize]bool
+}
+
+// pendingReply is a reply queued on a worker's ring.
+type pendingReply struct {
+	pc         *pconn
+	b          []byte
+	closeAfter bool
+	start      time.Time
+	res        int32
+	done       bool
 }
 
 // readBufSize bounds a request the parker reads: larger ones go to net/http.
 const readBufSize = 4096
 
-func (p *parker) work() {
-	w := &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
+func (w *worker) work() {
+	defer w.dropRing()
+	p := w.p
 	for t := range p.tasks {
 		if len(p.tasks) == 0 {
 			select {
 			case p.slack <- struct{}{}:
 			default:
 			}
+		}
+		if t.kind == taskWake && w.ring != nil {
+			w.wakeAll(t.pcs)
+			continue
 		}
 		for _, pc := range t.pcs {
 			switch t.kind {
@@ -613,17 +679,20 @@ const (
 	released                 // parked, closed, or being written by a goroutine of its own
 	notForUs                 // a request for net/http: the caller hands the connection back
 	parkedCall               // its call waits
+	forWorker                // the event loop's: a call that reads the log, left to a worker
 )
 
 // serve reads and answers pc's requests until it must wait for more input, parks a call,
-// or hands the connection to net/http.
-func (w *worker) serve(pc *pconn) {
+// or hands the connection to net/http. The event loop's (quick) leaves a call that would
+// read the log to a worker: true, with the request and what follows it in pc.buf, for the
+// caller to hand pc to a worker.
+func (w *worker) serve(pc *pconn) bool {
 	if w.in == nil {
 		w.in = make([]byte, 0, readBufSize)
 	}
 	if len(pc.buf) > cap(w.in) {
 		w.p.handBack(pc, pc.buf)
-		return
+		return false
 	}
 	b := append(w.in[:0], pc.buf...)
 	pc.buf = nil
@@ -643,15 +712,18 @@ func (w *worker) serve(pc *pconn) {
 			case notForUs:
 				pc.buf = nil
 				w.p.handBack(pc, b)
+			case forWorker:
+				pc.buf = bytes.Clone(b)
+				return true
 			}
-			return
+			return false
 		case parseNo:
 			w.p.handBack(pc, b)
-			return
+			return false
 		}
 		if len(b) == cap(w.in) {
 			w.p.handBack(pc, b)
-			return
+			return false
 		}
 		pc.in.Store(false)
 		m, err := rawpoll.Read(pc.fd, w.in[len(b):cap(w.in)])
@@ -661,15 +733,15 @@ func (w *worker) serve(pc *pconn) {
 		}
 		if !rawpoll.WouldBlock(err) || pc.hup.Load() {
 			w.p.close(pc) // the client closed the connection, or it failed
-			return
+			return false
 		}
 		if len(b) > 0 {
 			// A request in pieces: net/http waits for the rest, within its timeouts.
 			w.p.handBack(pc, b)
-			return
+			return false
 		}
 		if !w.p.idle(pc) {
-			return
+			return false
 		}
 	}
 }
@@ -707,7 +779,15 @@ func (w *worker) handle(pc *pconn, req *httpRequest) served {
 	if rerr != nil {
 		return notForUs
 	}
-	res, rerr, done := s.pollOnce(w.p.ctx, pl, false)
+	var res result
+	var done bool
+	if w.quick {
+		if !s.waitsAtOnce(pl) {
+			return forWorker
+		}
+	} else {
+		res, rerr, done = s.pollOnce(w.p.ctx, pl, false)
+	}
 	if !done {
 		if rerr = s.countWaiter(pl); rerr == nil {
 			c.pl, c.due = pl, c.start.Add(pl.wait)
@@ -737,6 +817,146 @@ func (w *worker) wake(pc *pconn) {
 	w.answer(pc, res, rerr)
 }
 
+// wakeAll wakes the calls of pcs as wake does, sending the replies of up to taskSize of them
+// in one system call on the worker's ring.
+func (w *worker) wakeAll(pcs []*pconn) {
+	for len(pcs) > 0 && w.ring != nil {
+		n := min(len(pcs), taskSize)
+		w.wakeSome(pcs[:n])
+		pcs = pcs[n:]
+	}
+	for _, pc := range pcs { // the ring has failed
+		w.wake(pc)
+	}
+}
+
+func (w *worker) wakeSome(pcs []*pconn) {
+	k := 0
+	for _, pc := range pcs {
+		if w.p.closing.Load() {
+			w.expire(pc)
+			continue
+		}
+		res, rerr, done := w.p.s.pollOnce(w.p.ctx, pc.call.pl, true)
+		if !done {
+			if time.Now().Before(pc.call.due) {
+				w.p.park(pc)
+				continue
+			}
+			res = w.p.s.emptyPage(pc.call.pl)
+		}
+		c := pc.call
+		pc.call = call{}
+		w.p.s.endPoll(c.pl)
+		closeAfter := c.close || w.p.closing.Load()
+		sr := &w.sending[k]
+		sr.b = w.compose(sr.b[:0], &c, res, rerr, closeAfter)
+		sr.pc, sr.closeAfter, sr.start, sr.done = pc, closeAfter, c.start, false
+		if err := w.ring.Send(pc.fd, sr.b, uint64(k)); err != nil {
+			n, werr := rawpoll.Write(pc.fd, sr.b)
+			sr.pc = nil
+			if w.p.written(pc, sr.b, n, werr, closeAfter, c.start) == replied {
+				w.next(pc)
+			}
+			continue
+		}
+		k++
+	}
+	if k == 0 {
+		return
+	}
+	if err := w.ring.Submit(func(ud uint64, res int32) {
+		if ud < uint64(k) {
+			w.sending[ud].res, w.sending[ud].done = res, true
+		}
+	}); err != nil {
+		// Replies whose fate is unknown end with their connections (their clients ask
+		// again), and the worker writes with write(2) from now on.
+		w.p.s.log.Warn("sending replies to long-polls through io_uring failed; writing them one by one from now on", "err", err)
+		w.dropRing()
+	}
+	for i := range k {
+		sr := &w.sending[i]
+		pc := sr.pc
+		sr.pc = nil
+		if !sr.done {
+			w.p.close(pc)
+			continue
+		}
+		n, err := int(sr.res), error(nil)
+		if sr.res < 0 {
+			n, err = 0, syscall.Errno(-sr.res)
+			if err == syscall.EINVAL || err == syscall.EOPNOTSUPP {
+				// A kernel whose io_uring cannot send (before Linux 5.6).
+				w.dropRing()
+				n, err = rawpoll.Write(pc.fd, sr.b)
+			}
+		}
+		if w.p.written(pc, sr.b, n, err, sr.closeAfter, sr.start) == replied {
+			w.next(pc)
+		}
+		if cap(sr.b) > 4*readBufSize {
+			sr.b = nil
+		}
+	}
+}
+
+// prefetch reads the input that has come on pcs into their buf, one system call for them
+// all, for serve to take; a connection whose read finds nothing is left for serve to read.
+// A connection whose read's fate is unknown (io_uring_enter failed) is closed, its place in
+// pcs set to nil: its client asks again.
+func (w *worker) prefetch(pcs []*pconn) {
+	if w.ring == nil || len(pcs) < 2 {
+		return
+	}
+	queued := false
+	for i := range pcs {
+		w.got[i] = true
+	}
+	for i, pc := range pcs {
+		if len(pc.buf) > 0 {
+			continue
+		}
+		if w.recv[i] == nil {
+			w.recv[i] = make([]byte, readBufSize)
+		}
+		pc.in.Store(false)
+		if w.ring.Recv(pc.fd, w.recv[i], uint64(i)) != nil {
+			break
+		}
+		w.got[i], queued = false, true
+	}
+	if !queued {
+		return
+	}
+	err := w.ring.Submit(func(ud uint64, res int32) {
+		if ud < uint64(len(pcs)) {
+			w.got[ud] = true
+			if res > 0 {
+				pcs[ud].buf = w.recv[ud][:res]
+			}
+		}
+	})
+	if err != nil {
+		w.p.s.log.Warn("reading requests through io_uring failed; reading them one by one from now on", "err", err)
+		w.dropRing()
+		for i, pc := range pcs {
+			if !w.got[i] {
+				w.p.close(pc)
+				pcs[i] = nil
+			}
+		}
+	}
+}
+
+// dropRing has the worker write replies with write(2).
+func (w *worker) dropRing() {
+	if w.ring != nil {
+		_ = w.ring.Close()
+		w.ring = nil
+	}
+}
+
 // expire answers a waiting call with what it has.
 func (w *worker) expire(pc *pconn) { w.answer(pc, w.p.s.emptyPage(pc.call.pl), nil) }
 
@@ -753,23 +973,34 @@ func (w *worker) answer(pc *pconn, res result, rerr *rpcError) {
 // next serves pc after a reply: a pipelined request, or input that has come, else it waits
 // idle.
 func (w *worker) next(pc *pconn) {
-	if len(pc.buf) > 0 || w.p.idle(pc) {
-		w.serve(pc)
+	if (len(pc.buf) > 0 || w.p.idle(pc)) && w.serve(pc) {
+		w.p.dispatch(taskRead, []*pconn{pc})
 	}
 }
 
 // reply writes the reply of c, whole, and releases res.
 func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
-	p := w.p
-	closeAfter := c.close || p.closing.Load()
-	now := time.Now()
-	b := p.appendReply(w.out[:0], c, res, rerr, closeAfter, now)
-	res.release()
+	closeAfter := c.close || w.p.closing.Load()
+	b := w.compose(w.out[:0], c, res, rerr, closeAfter)
 	if cap(b) <= 4*readBufSize {
 		w.out = b[:0]
 	}
-	p.observe(c, now)
 	n, err := rawpoll.Write(pc.fd, b)
+	return w.p.written(pc, b, n, err, closeAfter, c.start)
+}
+
+// compose appends the reply of c to b, releases res and counts the request.
+func (w *worker) compose(b []byte, c *call, res result, rerr *rpcError, closeAfter bool) []byte {
+	now := time.Now()
+	b = w.p.appendReply(b, c, res, rerr, closeAfter, now)
+	res.release()
+	w.p.observe(c, now)
+	return b
+}
+
+// written finishes a reply b of which n bytes were written (err: why not all): what became
+// of pc.
+func (p *parker) written(pc *pconn, b []byte, n int, err error, closeAfter bool, start time.Time) served {
 	switch {
 	case n == len(b) && closeAfter:
 		p.close(pc)
@@ -777,7 +1008,7 @@ func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
 	case n == len(b):
 		return replied
 	case err == nil || rawpoll.WouldBlock(err):
-		p.slowWrite(pc, bytes.Clone(b[n:]), closeAfter, c.start)
+		p.slowWrite(pc, bytes.Clone(b[n:]), closeAfter, start)
 		return released
 	}
 	p.close(pc)

@@ -3,20 +3,25 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/rawpoll"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
@@ -97,6 +102,38 @@ func rpcResult(t *testing.T, b []byte) *result {
 		t.Fatalf("no result: %s", b)
 	}
 	return r.Result
+}
+
+// sendPaths runs test on a node that sends the replies of woken long-polls through io_uring
+// and on one that writes them one write(2) each.
+func sendPaths(t *testing.T, test func(t *testing.T, cfg server.Config)) {
+	for _, path := range []struct {
+		name string
+		off  bool
+	}{{"io_uring", false}, {"write", true}} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, server.Config{NoIOURing: path.off})
+		})
+	}
+}
+
+// checkSendPath skips a test of the io_uring path where the kernel has none for this
+// process, and fails one whose node does not send as cfg says.
+func checkSendPath(t *testing.T, n *node, cfg server.Config) {
+	t.Helper()
+	switch ring := n.srv.SendsThroughRing(); {
+	case cfg.NoIOURing && ring:
+		t.Fatal("the node sends through io_uring with NoIOURing set")
+	case !cfg.NoIOURing && !ring:
+		if os.Getenv("EVTCTL_IO_URING") == "off" {
+			t.Skip("EVTCTL_IO_URING=off")
+		}
+		if _, err := rawpoll.NewRing(8); err != nil {
+			t.Skipf("no io_uring here: %v", err)
+		}
+		t.Fatal("the node does not send through io_uring, which is there")
+	}
 }
 
 func waitForParked(t *testing.T, n *node, want int) {
@@ -196,7 +233,12 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 func TestKeepAliveAfterParkedWait(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	n := newMemNode(t)
+	sendPaths(t, testKeepAliveAfterParkedWait)
+}
+
+func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
+	n := newNode(t, cfg, eventlog.Options{})
+	checkSendPath(t, n, cfg)
 	head := n.ingest(ceJSON("/k", "0", "k.t", 0)).Cursor
 	w := dialWire(t, n)
 	w.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
@@ -268,7 +310,13 @@ func TestKeepAliveAfterParkedWait(t *testing.T) {
 func TestParkedRepliesAsNetHTTP(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	parked := newNode(t, server.Config{MaxWaiters: 1}, eventlog.Options{})
+	sendPaths(t, testParkedRepliesAsNetHTTP)
+}
+
+func testParkedRepliesAsNetHTTP(t *testing.T, cfg server.Config) {
+	cfg.MaxWaiters = 1
+	parked := newNode(t, cfg, eventlog.Options{})
+	checkSendPath(t, parked, cfg)
 	plain := newUnparkedNode(t, server.Config{MaxWaiters: 1})
 	event := ceJSON("/b", "0", "b.t", 0)
 	parked.ingest(event)
@@ -442,7 +490,13 @@ func TestParkedConnectionTimeouts(t *testing.T) {
 func TestParkedReplyToASlowReader(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	n := newNode(t, server.Config{MaxItems: 500}, eventlog.Options{})
+	sendPaths(t, testParkedReplyToASlowReader)
+}
+
+func testParkedReplyToASlowReader(t *testing.T, cfg server.Config) {
+	cfg.MaxItems = 500
+	n := newNode(t, cfg, eventlog.Options{})
+	checkSendPath(t, n, cfg)
 	pad := strings.Repeat("x", 8000)
 	var events []string
 	for i := range 300 {
@@ -555,5 +609,82 @@ func TestHeadLongPollIsNotParked(t *testing.T) {
 	w.send(rpcPoll(2, `{"maxItems":1}`))
 	if _, b := w.reply(); rpcResult(t, b).Items[0].Cursor != head {
 		t.Fatalf("after HEAD: %s", b)
+	}
+}
+
+// gatedStore holds every Read while its gate is shut.
+type gatedStore struct {
+	eventlog.Store
+	mu       sync.Mutex
+	gate     chan struct{} // nil: open
+	inFlight atomic.Int32
+}
+
+func (g *gatedStore) shut() {
+	g.mu.Lock()
+	g.gate = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedStore) open() {
+	g.mu.Lock()
+	if g.gate != nil {
+		close(g.gate)
+		g.gate = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *gatedStore) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		g.inFlight.Add(1)
+		defer g.inFlight.Add(-1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return eventlog.Page{}, ctx.Err()
+		}
+	}
+	return g.Store.Read(ctx, q)
+}
+
+// Reads of the log that hang hold up no other connection: with every worker waiting on one,
+// a long-poll that needs no read of its own (it asks what another waiting call found
+// nothing for) is still read and parked, and a hang-up still frees its place.
+func TestParkedLongPollsPastAStuckRead(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	l := openLog(t, eventlog.Options{})
+	gs := &gatedStore{Store: l}
+	n := serveNode(t, server.Config{Store: gs}, l)
+	t.Cleanup(gs.open)
+	old := n.ingest(ceJSON("/g", "0", "g.t", 0)).Cursor
+	head := n.ingest(ceJSON("/g", "1", "g.t", 1)).Cursor
+	wait := rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`)
+	first := dialWire(t, n)
+	first.send(wait)
+	waitForWaiters(t, n, 1)
+
+	// More reads that hang than there are workers (and room for them to queue).
+	gs.shut()
+	stuck := 2*runtime.GOMAXPROCS(0) + 2
+	for range stuck {
+		dialWire(t, n).send(rpcPoll(2, `{"after":"`+old+`","waitTime":30000000000}`))
+	}
+	waitUntil(t, "reads hang", func() bool { return gs.inFlight.Load() > 0 })
+
+	same := dialWire(t, n)
+	same.send(wait)
+	waitForWaiters(t, n, 2)
+	first.c.Close()
+	waitForWaiters(t, n, 1)
+
+	gs.open()
+	n.ingest(ceJSON("/g", "2", "g.t", 2))
+	if _, b := same.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("the long-poll parked past the stuck reads, once woken: %s", abbrev(b))
 	}
 }

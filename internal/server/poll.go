@@ -289,19 +289,50 @@ func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *r
 		if shares {
 			s.shared.offer(changed, key, end)
 		}
-		pl.changed, pl.last = changed, end
+		pl.nothingUpTo(changed, end)
 	} else {
 		if sp.answer {
 			return result{b: sp.body, items: sp.items}, nil, true
 		}
-		pl.changed, pl.last = sp.changed, sp.end
+		pl.nothingUpTo(sp.changed, sp.end)
 	}
+	return result{}, nil, false
+}
+
+// nothingUpTo notes that a read at the head of changed found nothing for the call up to
+// end: it waits on changed.
+func (pl *poll) nothingUpTo(changed <-chan struct{}, end pageEnd) {
+	pl.changed, pl.last = changed, end
 	// Nothing up to newest matched: later reads need only look past it, so a rare filter
 	// costs one scan per append, not a rescan from the client's cursor.
 	if pl.last.newest.After(pl.q.After) {
 		pl.q.After = pl.last.newest
 	}
-	return result{}, nil, false
+}
+
+// waitsAtOnce is pollOnce for a new call, where it can tell without reading the log or
+// waiting on another call's read: true, and the call is to wait, when a call asking the
+// same found nothing at the head as it is now (the shared finding pollOnce would take);
+// false, with pl as it was, when pollOnce is needed.
+func (s *Server) waitsAtOnce(pl *poll) bool {
+	if !pl.mayWait() || pl.limit != s.cfg.MaxReplyBytes {
+		return false
+	}
+	changed := s.cfg.Store.Changed()
+	sp, _ := s.shared.lookup(changed, pl.key(), false)
+	if sp == nil {
+		return false
+	}
+	select {
+	case <-sp.ready:
+	default:
+		return false // a read under way
+	}
+	if sp.err != nil || sp.answer {
+		return false
+	}
+	pl.nothingUpTo(sp.changed, sp.end)
+	return true
 }
 
 // readPage reads the call's page into a pooled buffer.

@@ -62,6 +62,9 @@ type Config struct {
 	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
 	// the costliest filter.
 	ScanBudget int64
+	// NoIOURing has the replies to parked long-polls written one write(2) each rather than
+	// many to an io_uring_enter; so does EVTCTL_IO_URING=off in the environment.
+	NoIOURing bool
 }
 
 // Server is an http.Handler serving the node's API.
@@ -200,6 +203,12 @@ func (s *Server) parker() *parker {
 
 // Waiters is the number of long-polls waiting now.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// SendsThroughRing says whether parked long-polls are answered through io_uring.
+func (s *Server) SendsThroughRing() bool {
+	p := s.park.Load()
+	return p != nil && p.rings
+}
 
 // Parked is the number of connections the parker holds out of net/http: those of waiting
 // long-polls, and those between requests.
