@@ -307,6 +307,13 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 		rounds++
 		cfg.progress("pollers: round %d of %d: all %d woke", round+1, cfg.Rounds, K)
 	}
+	// Every poller's next long-poll read and parked, as before each round: the node's CPU
+	// per round is then that of a wake and the long-poll after it, the last round's too.
+	if rounds > 0 {
+		if err := allWaiting("after the last round"); err != nil {
+			return partial(err)
+		}
+	}
 	if nodeCPU1, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok && nodeCPUOK && rounds > 0 {
 		perRound := (nodeCPU1 - nodeCPU0) / float64(rounds)
 		r.figure("node_cpu_per_round", perRound, "s")
