@@ -802,19 +802,27 @@ func (w *worker) handle(pc *pconn, req *httpRequest) served {
 
 // wake reads again for a waiting call after the head moved: it answers, or waits on.
 func (w *worker) wake(pc *pconn) {
+	if res, rerr, ok := w.reread(pc); ok {
+		w.answer(pc, res, rerr)
+	}
+}
+
+// reread reads again for a waiting call after the head moved: its answer and true, or false
+// when the call waits on (parked again) or was answered already (the node is shutting down).
+func (w *worker) reread(pc *pconn) (result, *rpcError, bool) {
 	if w.p.closing.Load() {
 		w.expire(pc)
-		return
+		return result{}, nil, false
 	}
 	res, rerr, done := w.p.s.pollOnce(w.p.ctx, pc.call.pl, true)
 	if !done {
 		if time.Now().Before(pc.call.due) {
 			w.p.park(pc)
-			return
+			return result{}, nil, false
 		}
 		res = w.p.s.emptyPage(pc.call.pl)
 	}
-	w.answer(pc, res, rerr)
+	return res, rerr, true
 }
 
 // wakeAll wakes the calls of pcs as wake does, sending the replies of up to taskSize of them
@@ -833,17 +841,9 @@ func (w *worker) wakeAll(pcs []*pconn) {
 func (w *worker) wakeSome(pcs []*pconn) {
 	k := 0
 	for _, pc := range pcs {
-		if w.p.closing.Load() {
-			w.expire(pc)
+		res, rerr, ok := w.reread(pc)
+		if !ok {
 			continue
-		}
-		res, rerr, done := w.p.s.pollOnce(w.p.ctx, pc.call.pl, true)
-		if !done {
-			if time.Now().Before(pc.call.due) {
-				w.p.park(pc)
-				continue
-			}
-			res = w.p.s.emptyPage(pc.call.pl)
 		}
 		c := pc.call
 		pc.call = call{}

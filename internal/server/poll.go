@@ -249,7 +249,7 @@ func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *r
 	}
 	changed := s.cfg.Store.Changed()
 	key := pl.key()
-	shares := pl.limit == s.cfg.MaxReplyBytes
+	shares := s.sharesReads(pl)
 	var sp *sharedPage
 	var leader bool
 	if shares {
@@ -299,6 +299,10 @@ func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *r
 	return result{}, nil, false
 }
 
+// sharesReads says whether pl shares reads with calls asking the same: not with less than
+// a whole reply's budget (within a batch).
+func (s *Server) sharesReads(pl *poll) bool { return pl.limit == s.cfg.MaxReplyBytes }
+
 // nothingUpTo notes that a read at the head of changed found nothing for the call up to
 // end: it waits on changed.
 func (pl *poll) nothingUpTo(changed <-chan struct{}, end pageEnd) {
@@ -315,7 +319,7 @@ func (pl *poll) nothingUpTo(changed <-chan struct{}, end pageEnd) {
 // same found nothing at the head as it is now (the shared finding pollOnce would take);
 // false, with pl as it was, when pollOnce is needed.
 func (s *Server) waitsAtOnce(pl *poll) bool {
-	if !pl.mayWait() || pl.limit != s.cfg.MaxReplyBytes {
+	if !pl.mayWait() || !s.sharesReads(pl) {
 		return false
 	}
 	changed := s.cfg.Store.Changed()
