@@ -4,6 +4,11 @@
 // elsewhere New returns errors.ErrUnsupported.
 package rawpoll
 
+import "errors"
+
+// ErrRingFull is a Ring's Send or Recv when as many operations are queued as it holds.
+var ErrRingFull = errors.New("io_uring: submission queue full")
+
 // Event is what happened on a descriptor added with key.
 type Event struct {
 	Key     uint64

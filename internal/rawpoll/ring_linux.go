@@ -89,9 +89,6 @@ type Ring struct {
 	capacity uint32
 }
 
-// ErrRingFull is Send's when as many sends are queued as the ring holds.
-var ErrRingFull = errors.New("io_uring: submission queue full")
-
 // NewRing returns a Ring that holds up to n sends between Submits (n a power of two), or an
 // error where the kernel has no io_uring, or refuses it to this process.
 func NewRing(n uint32) (*Ring, error) {

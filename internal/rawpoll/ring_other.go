@@ -7,9 +7,6 @@ import "errors"
 // Ring is Linux's only.
 type Ring struct{}
 
-// ErrRingFull is Send's when as many sends are queued as the ring holds.
-var ErrRingFull = errors.New("io_uring: submission queue full")
-
 // NewRing returns errors.ErrUnsupported.
 func NewRing(n uint32) (*Ring, error) { return nil, errors.ErrUnsupported }
 

@@ -168,27 +168,24 @@ func newParker(s *Server) *parker {
 		getLat:  s.metrics.latency.WithLabelValues("events_get"),
 	}
 	p.dl.init()
-	// Each worker's ring is made here, so that the node's open files are all there once
-	// Attach returns.
 	workers := make([]*worker, max(2, runtime.GOMAXPROCS(0))+1) // the last one the event loop's
-	p.rings = !s.cfg.NoIOURing && os.Getenv("EVTCTL_IO_URING") != "off"
 	for i := range workers {
-		w := &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
-		if p.rings {
-			r, err := rawpoll.NewRing(taskSize)
-			if err != nil {
-				// No io_uring for this process (an old kernel, a sandbox): replies are
-				// written one write(2) each.
-				s.log.Debug("replies to long-polls are written one system call each", "err", err)
-				p.rings = false
-			}
-			w.ring = r
-		}
-		workers[i] = w
+		workers[i] = &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
 	}
-	if !p.rings {
-		for _, w := range workers {
-			w.dropRing()
+	// Each worker's ring is made here, so that the node's open files are all there once
+	// Attach returns; where one cannot be made (an old kernel, a sandbox), none is used.
+	p.rings = !s.cfg.NoIOURing
+	for _, w := range workers {
+		if !p.rings {
+			break
+		}
+		var err error
+		if w.ring, err = rawpoll.NewRing(taskSize); err != nil {
+			s.log.Debug("replies to long-polls are written one system call each", "err", err)
+			p.rings = false
+			for _, w := range workers {
+				w.dropRing()
+			}
 		}
 	}
 	lw := workers[len(workers)-1]
@@ -845,21 +842,14 @@ func (w *worker) wakeSome(pcs []*pconn) {
 		if !ok {
 			continue
 		}
-		c := pc.call
-		pc.call = call{}
-		w.p.s.endPoll(c.pl)
-		closeAfter := c.close || w.p.closing.Load()
+		c := w.endCall(pc)
+		closeAfter := w.p.closesAfter(&c)
 		sr := &w.sending[k]
 		sr.b = w.compose(sr.b[:0], &c, res, rerr, closeAfter)
 		sr.pc, sr.closeAfter, sr.start, sr.done = pc, closeAfter, c.start, false
-		if err := w.ring.Send(pc.fd, sr.b, uint64(k)); err != nil {
-			n, werr := rawpoll.Write(pc.fd, sr.b)
-			sr.pc = nil
-			if w.p.written(pc, sr.b, n, werr, closeAfter, c.start) == replied {
-				w.next(pc)
-			}
-			continue
-		}
+		// The ring holds taskSize sends: this one is queued (were it not, it would have no
+		// result, and its connection would be closed below).
+		_ = w.ring.Send(pc.fd, sr.b, uint64(k))
 		k++
 	}
 	if k == 0 {
@@ -962,13 +952,23 @@ func (w *worker) expire(pc *pconn) { w.answer(pc, w.p.s.emptyPage(pc.call.pl), n
 
 // answer ends pc's call with its reply, then serves the connection on.
 func (w *worker) answer(pc *pconn, res result, rerr *rpcError) {
-	c := pc.call
-	pc.call = call{}
-	w.p.s.endPoll(c.pl)
+	c := w.endCall(pc)
 	if w.reply(pc, &c, res, rerr) == replied {
 		w.next(pc)
 	}
 }
+
+// endCall takes pc's call off it and ends it (it no longer counts among the waiters): its
+// reply is the caller's to write.
+func (w *worker) endCall(pc *pconn) call {
+	c := pc.call
+	pc.call = call{}
+	w.p.s.endPoll(c.pl)
+	return c
+}
+
+// closesAfter says whether the connection closes after the reply to c.
+func (p *parker) closesAfter(c *call) bool { return c.close || p.closing.Load() }
 
 // next serves pc after a reply: a pipelined request, or input that has come, else it waits
 // idle.
@@ -980,7 +980,7 @@ func (w *worker) next(pc *pconn) {
 
 // reply writes the reply of c, whole, and releases res.
 func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
-	closeAfter := c.close || w.p.closing.Load()
+	closeAfter := w.p.closesAfter(c)
 	b := w.compose(w.out[:0], c, res, rerr, closeAfter)
 	if cap(b) <= 4*readBufSize {
 		w.out = b[:0]

@@ -62,8 +62,8 @@ type Config struct {
 	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
 	// the costliest filter.
 	ScanBudget int64
-	// NoIOURing has the replies to parked long-polls written one write(2) each rather than
-	// many to an io_uring_enter; so does EVTCTL_IO_URING=off in the environment.
+	// NoIOURing has parked long-polls answered and read one write(2) and read(2) each,
+	// rather than many connections to an io_uring_enter.
 	NoIOURing bool
 }
 
@@ -203,6 +203,9 @@ func (s *Server) parker() *parker {
 
 // Waiters is the number of long-polls waiting now.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// Parks says whether long-polls wait parked out of net/http (after Attach, on Linux).
+func (s *Server) Parks() bool { return s.park.Load() != nil }
 
 // SendsThroughRing says whether parked long-polls are answered through io_uring.
 func (s *Server) SendsThroughRing() bool {
