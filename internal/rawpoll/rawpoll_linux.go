@@ -15,6 +15,12 @@ type Poller struct {
 	file *os.File
 	rc   syscall.RawConn
 	raw  []unix.EpollEvent
+
+	// Wait's: its call to rc.Read, made once, and what the call found
+	waitFn func(fd uintptr) bool
+	want   int
+	n      int
+	err    error
 }
 
 // New returns a Poller.
@@ -33,7 +39,9 @@ func New() (*Poller, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Poller{fd: fd, file: f, rc: rc, raw: make([]unix.EpollEvent, 256)}, nil
+	p := &Poller{fd: fd, file: f, rc: rc, raw: make([]unix.EpollEvent, 256)}
+	p.waitFn = p.waitOnce
+	return p, nil
 }
 
 // Add watches fd, edge-triggered, for input and hang-up; its events carry key.
@@ -47,32 +55,19 @@ func (p *Poller) Del(fd int) error {
 	return os.NewSyscallError("epoll_ctl", unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
 }
 
-// Wait blocks until there are events and fills evs with them; an error once closed.
+// Wait blocks until there are events and fills evs with them; an error once closed. Its
+// caller makes one call at a time.
 func (p *Poller) Wait(evs []Event) (int, error) {
-	raw := p.raw[:min(len(evs), len(p.raw))]
-	var n int
-	var werr error
-	err := p.rc.Read(func(fd uintptr) bool {
-		for {
-			// With no timeout the call does not block: a raw one (see Read).
-			r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&raw[0])), uintptr(len(raw)), 0, 0, 0)
-			if errno == syscall.EINTR {
-				continue
-			}
-			n, werr = int(r), nil
-			if errno != 0 {
-				n, werr = 0, errno
-			}
-			return n != 0 || werr != nil
-		}
-	})
+	p.want = min(len(evs), len(p.raw))
+	err := p.rc.Read(p.waitFn)
+	n := p.n
 	if err == nil {
-		err = werr
+		err = p.err
 	}
 	if err != nil {
 		return 0, err
 	}
-	for i, ev := range raw[:n] {
+	for i, ev := range p.raw[:n] {
 		evs[i] = Event{
 			Key: uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32,
 			In:  ev.Events&unix.EPOLLIN != 0,
@@ -80,6 +75,22 @@ func (p *Poller) Wait(evs []Event) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// waitOnce reads the events there are, without blocking: false when there are none yet.
+func (p *Poller) waitOnce(fd uintptr) bool {
+	for {
+		// With no timeout the call does not block: a raw one (see Read).
+		r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.raw[0])), uintptr(p.want), 0, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		p.n, p.err = int(r), nil
+		if errno != 0 {
+			p.n, p.err = 0, errno
+		}
+		return p.n != 0 || p.err != nil
+	}
 }
 
 // Close closes the Poller; a Wait under way returns an error.

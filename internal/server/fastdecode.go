@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
@@ -16,27 +17,27 @@ import (
 // numbers) and only a valid call with an id, on which it gives what decodeCallSlow gives. On
 // anything else (a notification too) it returns false, and decodeCallSlow decodes the request
 // and words its errors.
-func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
+func decodeCallFast(raw []byte) (json.RawMessage, eventsParams, bool) {
 	d := fastDecoder{b: raw}
 	var id []byte
 	var p eventsParams
 	var seen [4]bool // jsonrpc, id, method, params
 	if !d.open('{') {
-		return nil, nil, false
+		return nil, eventsParams{}, false
 	}
 	for first := true; ; first = false {
 		if d.close('}') {
 			if first || !seen[0] || !seen[1] || !seen[2] {
-				return nil, nil, false
+				return nil, eventsParams{}, false
 			}
 			break
 		}
 		if !first && !d.open(',') {
-			return nil, nil, false
+			return nil, eventsParams{}, false
 		}
 		key, ok := d.key()
 		if !ok {
-			return nil, nil, false
+			return nil, eventsParams{}, false
 		}
 		var k int
 		switch string(key) {
@@ -55,18 +56,35 @@ func decodeCallFast(raw []byte) (json.RawMessage, *eventsParams, bool) {
 			k = 3
 			ok = d.params(&p)
 		default:
-			return nil, nil, false
+			return nil, eventsParams{}, false
 		}
 		if !ok || seen[k] {
-			return nil, nil, false
+			return nil, eventsParams{}, false
 		}
 		seen[k] = true
 	}
 	d.space()
 	if d.i != len(d.b) {
-		return nil, nil, false
+		return nil, eventsParams{}, false
 	}
-	return id, &p, true
+	return id, p, true
+}
+
+// lastCursor is the cursor string the fast decoder made last: the long-polls of many clients
+// following the head name the same cursor, and each takes this one rather than a copy.
+var lastCursor internedString
+
+// internedString holds the last string made by intern.
+type internedString struct{ p atomic.Pointer[string] }
+
+// intern returns b as a string: the one made last when it is the same.
+func (is *internedString) intern(b []byte) string {
+	if last := is.p.Load(); last != nil && *last == string(b) {
+		return *last
+	}
+	s := string(b)
+	is.p.Store(&s)
+	return s
 }
 
 type fastDecoder struct {
@@ -193,7 +211,7 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 			}
 			var s []byte
 			if s, ok = d.str(); ok {
-				*dst = string(s)
+				*dst = lastCursor.intern(s)
 			}
 		case "waitTime":
 			k = 3

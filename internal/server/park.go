@@ -74,6 +74,7 @@ type pconn struct {
 	hup       atomic.Bool // its client has closed its end
 	buf       []byte      // bytes read and not yet served: a pipelined request
 	call      call        // while parked
+	poll      poll        // what call.pl points to for the calls it reads (handle), one after another
 
 	wl           *waitList
 	wprev, wnext *pconn
@@ -766,13 +767,17 @@ func (w *worker) handle(pc *pconn, req *httpRequest) served {
 		if len(body) > 0 && body[0] == '[' {
 			return notForUs // a batch
 		}
-		id, pp, rerr := decodeCall(body)
-		if rerr != nil || pp == nil {
-			return notForUs // errors and notifications are answered by net/http
+		id, pp, ok := decodeCallFast(body)
+		if !ok {
+			sid, sp, rerr := decodeCallSlow(body)
+			if rerr != nil || sp == nil {
+				return notForUs // errors and notifications are answered by net/http
+			}
+			id, pp = sid, *sp
 		}
-		c.id, p = id, pp
+		c.id, p = id, &pp
 	}
-	pl, rerr := s.newPoll(w.p.ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
+	pl, rerr := s.initPoll(&pc.poll, w.p.ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
 	if rerr != nil {
 		return notForUs
 	}

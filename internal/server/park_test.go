@@ -282,12 +282,23 @@ func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
 		t.Fatalf("pipelined read after the long-poll: %s", b)
 	}
 
+	// A filtered read, then one without a filter: nothing of a call stays for the next.
+	c5 := n.ingest(ceJSON("/k", "5", "k.u", 5)).Cursor
+	w.send(rpcPoll(9, `{"filter":{"query":"tm.event = 'k.u'"},"maxItems":5}`))
+	if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":9`)) || len(rpcResult(t, b).Items) != 1 || rpcResult(t, b).Items[0].Cursor != c5 {
+		t.Fatalf("a filtered read: %s", b)
+	}
+	w.send(rpcPoll(10, `{"maxItems":5}`))
+	if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":10`)) || len(rpcResult(t, b).Items) != 5 {
+		t.Fatalf("a read after a filtered one: %s", b)
+	}
+
 	// A request in two pieces.
 	req := rpcPoll(7, `{"maxItems":1}`)
 	w.send(req[:20])
 	time.Sleep(10 * time.Millisecond) // let the first piece arrive alone (either way, it is answered)
 	w.send(req[20:])
-	if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":7`)) || rpcResult(t, b).Items[0].Cursor != c4 {
+	if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":7`)) || rpcResult(t, b).Items[0].Cursor != c5 {
 		t.Fatalf("a request in pieces: %s", b)
 	}
 

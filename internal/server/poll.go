@@ -58,7 +58,12 @@ type poll struct {
 
 // newPoll checks the parameters and settles what the call asks.
 func (s *Server) newPoll(ctx context.Context, p *eventsParams, b callBudget) (*poll, *rpcError) {
-	pl := &poll{query: p.Query, limit: b.reply, force: b.force, scan: b.scan}
+	return s.initPoll(new(poll), ctx, p, b)
+}
+
+// initPoll is newPoll in pl, whose earlier call, if any, has ended (endPoll).
+func (s *Server) initPoll(pl *poll, ctx context.Context, p *eventsParams, b callBudget) (*poll, *rpcError) {
+	*pl = poll{query: p.Query, limit: b.reply, force: b.force, scan: b.scan}
 	if pl.scan == nil {
 		pl.own = s.cfg.ScanBudget
 		pl.scan = &pl.own

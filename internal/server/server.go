@@ -624,7 +624,7 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 // copy, so that a long-poll does not keep the request body while it waits.
 func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
 	if id, p, ok := decodeCallFast(raw); ok {
-		return id, p, nil
+		return id, &p, nil
 	}
 	return decodeCallSlow(raw)
 }
