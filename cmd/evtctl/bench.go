@@ -386,6 +386,7 @@ type benchPollersOptions struct {
 	query   queryOptions
 	Pollers int
 	Rounds  int
+	Warmup  int
 	Wait    time.Duration
 	Connect int
 	Settle  time.Duration
@@ -401,6 +402,9 @@ newest event (--wait, capped by the node) and polling again when a wait ends. Re
 node's memory from its /metrics before they connect and once all are waiting, then appends
 --rounds events, one at a time, and reports the time from each append's acknowledgement to
 each poller's reply (p50/p99/max), the spread of the wake-ups, and the node's CPU per wake.
+--warmup-rounds appends go first and count in no figure but warmup_node_cpu_per_wake: in
+the first round the bench takes each poller's first reply, and the node sends on each
+connection for the first time, both slower than ever after.
 On Linux a reply is timed to its arrival at the poller's socket (the kernel's receive time),
 so that the bench's own queue of replies to read is not counted as the node's; wake_read_*
 times them to when the bench read them.
@@ -428,11 +432,11 @@ and the bench says which limit stops it and how to raise it when the pollers do 
 			if err != nil {
 				return err
 			}
-			if opts.Pollers < 1 || opts.Rounds < 1 || opts.Connect < 1 || opts.Wait <= 0 || opts.Settle <= 0 {
-				return usagef("--pollers, --rounds and --connect must be at least 1; --wait and --settle above 0")
+			if opts.Pollers < 1 || opts.Rounds < 1 || opts.Connect < 1 || opts.Warmup < 0 || opts.Wait <= 0 || opts.Settle <= 0 {
+				return usagef("--pollers, --rounds and --connect must be at least 1, --warmup-rounds at least 0; --wait and --settle above 0")
 			}
 			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
-				return bench.Pollers(ctx, bench.PollersConfig{Common: c, Pollers: opts.Pollers, Rounds: opts.Rounds, Wait: opts.Wait, Query: q,
+				return bench.Pollers(ctx, bench.PollersConfig{Common: c, Pollers: opts.Pollers, Rounds: opts.Rounds, Warmup: opts.Warmup, Wait: opts.Wait, Query: q,
 					Connect: opts.Connect, Settle: opts.Settle})
 			}, withChildNode(opts.Pollers))
 		},
@@ -442,6 +446,7 @@ and the bench says which limit stops it and how to raise it when the pollers do 
 	opts.query.addFlags(f)
 	f.IntVar(&opts.Pollers, "pollers", 10_000, "idle long-polling clients, one connection each")
 	f.IntVar(&opts.Rounds, "rounds", 5, "appends, each waking every poller")
+	f.IntVar(&opts.Warmup, "warmup-rounds", 1, "appends before --rounds, in no figure but their own")
 	f.DurationVar(&opts.Wait, "wait", 30*time.Second, "long-poll wait each poller asks for (the node caps it)")
 	f.IntVar(&opts.Connect, "connect", 100, "pollers connecting at once")
 	f.DurationVar(&opts.Settle, "settle", 2*time.Minute, "give up when the pollers are not all waiting, or not all woken, within this long")

@@ -294,6 +294,37 @@ func TestPollersWakeEveryPoller(t *testing.T) {
 	}
 }
 
+// Warm-up rounds wake every poller and count in no figure but their own.
+func TestPollersWarmUp(t *testing.T) {
+	n := newTestNode(t, 100)
+	defer noLeaks(t)()
+	r, err := Pollers(context.Background(), PollersConfig{Common: common(n.URL), Pollers: 20, Rounds: 3, Warmup: 2, Connect: 4, Settle: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := checkReport(t, r)
+	want(t, f, "rounds_completed", 3)
+	want(t, f, "wakes", 60)
+	want(t, f, "poller_errors", 0)
+	if got := n.Store.Stats().Appended; got != 5 {
+		t.Errorf("the node appended %d events, want one per round, warm-up rounds too", got)
+	}
+	warm := any(nil)
+	for _, p := range r.Params {
+		if p.Name == "warmup_rounds" {
+			warm = p.Value
+		}
+	}
+	if warm != 2.0 {
+		t.Errorf("warmup_rounds parameter %v, want 2", warm)
+	}
+	if _, ok := f["node_cpu_per_round"]; ok {
+		if _, ok := f["warmup_node_cpu_per_wake"]; !ok {
+			t.Errorf("no figure warmup_node_cpu_per_wake beside node_cpu_per_round: %v", f)
+		}
+	}
+}
+
 // A node that closes every connection after its reply: pollers connect again, and no round
 // misses a wake.
 func TestPollersOnANodeThatCloses(t *testing.T) {

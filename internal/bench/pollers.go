@@ -17,10 +17,14 @@ import (
 // PollersConfig configures Pollers.
 type PollersConfig struct {
 	Common
-	Pollers int           // concurrent idle clients, each on its own connection
-	Rounds  int           // appends (or, on a Tendermint node, events awaited), each waking every poller
-	Wait    time.Duration // long-poll wait asked for; the node caps it at its maximum
-	Query   string        // the pollers' filter (on a Tendermint node, e.g. tm.event = 'NewBlock')
+	Pollers int // concurrent idle clients, each on its own connection
+	Rounds  int // appends (or, on a Tendermint node, events awaited), each waking every poller
+	// Warmup is how many rounds go before Rounds, counted in no figure but their own: in
+	// the first, the bench's client takes each poller's first reply and the node sends on
+	// each connection for the first time, both slower than ever after.
+	Warmup int
+	Wait   time.Duration // long-poll wait asked for; the node caps it at its maximum
+	Query  string        // the pollers' filter (on a Tendermint node, e.g. tm.event = 'NewBlock')
 	// Connect is how many pollers may be connecting at once, so that a burst of thousands
 	// of connections does not overflow the node's listen queue.
 	Connect int
@@ -85,6 +89,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 5
 	}
+	cfg.Warmup = max(cfg.Warmup, 0)
 	if cfg.Wait <= 0 {
 		cfg.Wait = 30 * time.Second
 	}
@@ -98,6 +103,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	r, info := begin(ctx, "pollers", cfg.Common)
 	r.param("pollers", K, "connections")
 	r.param("rounds", cfg.Rounds, "rounds")
+	r.param("warmup_rounds", cfg.Warmup, "rounds")
 	r.param("wait", cfg.Wait, "s")
 	if cfg.Query != "" {
 		r.param("query", cfg.Query, "")
@@ -149,7 +155,7 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	}
 	start := time.Now()
 	for i := range st.pollers {
-		st.pollers[i].got = make([]receipt, cfg.Rounds)
+		st.pollers[i].got = make([]receipt, cfg.Warmup+cfg.Rounds)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -233,34 +239,47 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	}
 	// CPU used by the node and by this process while the rounds run, to tell where the
 	// time of a wake goes when both share the machine.
-	nodeCPU0, nodeCPUOK := cpuSeconds(pctx, mhc, cfg.Target, merr)
-	clientCPU0, clientCPUOK := processCPU()
-	for round := 0; round < cfg.Rounds; round++ {
-		if round > 0 {
-			if err := allWaiting(fmt.Sprintf("round %d", round+1)); err != nil {
+	var nodeCPU0 float64
+	var clientCPU0 time.Duration
+	var nodeCPUOK, clientCPUOK bool
+	for round := -cfg.Warmup; round < cfg.Rounds; round++ {
+		if round > -cfg.Warmup {
+			if err := allWaiting(roundName(round)); err != nil {
 				return partial(err)
 			}
 		}
+		if round == 0 {
+			if cfg.Warmup > 0 && nodeCPUOK {
+				if c, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok {
+					r.figure("warmup_node_cpu_per_wake", (c-nodeCPU0)/float64(cfg.Warmup*K)*1e6, "µs")
+				}
+			}
+			nodeCPU0, nodeCPUOK = cpuSeconds(pctx, mhc, cfg.Target, merr)
+			clientCPU0, clientCPUOK = processCPU()
+		} else if round == -cfg.Warmup {
+			nodeCPU0, nodeCPUOK = cpuSeconds(pctx, mhc, cfg.Target, merr)
+		}
+		got := round + cfg.Warmup // the receipt of this round, in each poller's got
 		var sendAt, ackAt time.Time
 		var cur string
 		if poster != nil {
 			sendAt = time.Now()
-			reply, err := poster.post(pctx, ctStructured, maker.appendEvent(nil, uint64(round+1)))
+			reply, err := poster.post(pctx, ctStructured, maker.appendEvent(nil, uint64(got+1)))
 			ackAt = time.Now()
 			if err != nil {
-				return partial(fmt.Errorf("appending the event of round %d: %w", round+1, err))
+				return partial(fmt.Errorf("appending the event of %s: %w", roundName(round), err))
 			}
 			if cs := ackedCursors(reply); len(cs) == 1 {
 				cur = cs[0]
 			}
 		} else {
-			cfg.progress("pollers: round %d: waiting for the node's next event", round+1)
+			cfg.progress("pollers: %s: waiting for the node's next event", roundName(round))
 		}
 		// Every poller's reply for this round.
 		deadline := time.Now().Add(cfg.Settle)
-		for !st.woken(round) {
+		for !st.woken(got) {
 			if time.Now().After(deadline) {
-				return partial(fmt.Errorf("round %d: only %d of %d pollers woke within %s", round+1, st.countWoken(round), K, cfg.Settle))
+				return partial(fmt.Errorf("%s: only %d of %d pollers woke within %s", roundName(round), st.countWoken(got), K, cfg.Settle))
 			}
 			select {
 			case err := <-st.fatal:
@@ -270,20 +289,24 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 			case <-time.After(2 * time.Millisecond):
 			}
 		}
+		if round < 0 {
+			cfg.progress("pollers: %s: all %d woke", roundName(round), K)
+			continue
+		}
 		first := int64(0)
 		for i := range st.pollers {
-			g := st.pollers[i].got[round]
+			g := st.pollers[i].got[got]
 			if first == 0 || g.at < first {
 				first = g.at
 			}
 		}
 		differ := 0
 		for i := range st.pollers {
-			g := st.pollers[i].got[round]
+			g := st.pollers[i].got[got]
 			if cur != "" && g.cursor != cur {
 				return partial(fmt.Errorf("round %d: a poller was woken by %s, not by the event appended (%s): someone else is appending to this node; run pollers on a node of its own (--embedded)", round+1, g.cursor, cur))
 			}
-			if g.cursor != st.pollers[0].got[round].cursor {
+			if g.cursor != st.pollers[0].got[got].cursor {
 				differ++
 			}
 			wf.spread.add(time.Duration(g.at - first))
@@ -392,6 +415,15 @@ func memFigures(r *Report, K int, m0, m1 metrics) {
 	if b, w, ok := delta("evtctl_waiting_readers"); ok {
 		r.figure("node_waiting_readers", w-b, "readers")
 	}
+}
+
+// roundName names a round for messages: round 1 is the first measured, warm-up rounds go
+// before it.
+func roundName(round int) string {
+	if round < 0 {
+		return fmt.Sprintf("warm-up round %d", -round)
+	}
+	return fmt.Sprintf("round %d", round+1)
 }
 
 // wakeSamples are the times of the rounds' replies.
