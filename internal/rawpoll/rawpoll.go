@@ -1,10 +1,13 @@
 // Package rawpoll watches many connections' descriptors without a goroutine each: an epoll
-// instance of its own (edge-triggered, for input and hang-up), itself waited on through Go's
-// poller, and raw system calls to read and write non-blocking descriptors. Linux only:
-// elsewhere New returns errors.ErrUnsupported.
+// instance of its own (edge-triggered, for input and hang-up), waited on in a system call of
+// its own rather than in Go's poller, and raw system calls to read and write non-blocking
+// descriptors. Linux only: elsewhere New returns errors.ErrUnsupported.
 package rawpoll
 
 import "errors"
+
+// ErrClosed is a Poller's Wait once it is closed.
+var ErrClosed = errors.New("rawpoll: poller closed")
 
 // ErrRingFull is a Ring's Send or Recv when as many operations are queued as it holds.
 var ErrRingFull = errors.New("io_uring: submission queue full")

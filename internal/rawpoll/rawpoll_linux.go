@@ -2,26 +2,28 @@ package rawpoll
 
 import (
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Poller is an epoll instance whose own descriptor Go's poller watches, so that a goroutine
-// blocked in Wait holds no thread.
+// Poller is an epoll instance. Wait blocks its goroutine's thread in epoll_pwait, not in Go's
+// poller: input on the connections it watches wakes a thread only while a Wait is under
+// way, so that its caller, between Waits, lets input gather and takes it in one look.
 type Poller struct {
 	fd   int
-	file *os.File
-	rc   syscall.RawConn
+	wake int // an eventfd in the epoll set: Close writes it to end a Wait under way
 	raw  []unix.EpollEvent
 
-	// Wait's: its call to rc.Read, made once, and what the call found
-	waitFn func(fd uintptr) bool
-	want   int
-	n      int
-	err    error
+	mu     sync.Mutex // held by Wait: Close closes the descriptors once no Wait uses them
+	closed atomic.Bool
 }
+
+// wakeKey is the key of the Poller's own eventfd among its events.
+const wakeKey = ^uint64(0)
 
 // New returns a Poller.
 func New() (*Poller, error) {
@@ -29,18 +31,18 @@ func New() (*Poller, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("setnonblock", err)
-	}
-	f := os.NewFile(uintptr(fd), "epoll")
-	rc, err := f.SyscallConn()
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		f.Close()
-		return nil, err
+		unix.Close(fd)
+		return nil, os.NewSyscallError("eventfd", err)
 	}
-	p := &Poller{fd: fd, file: f, rc: rc, raw: make([]unix.EpollEvent, 256)}
-	p.waitFn = p.waitOnce
+	p := &Poller{fd: fd, wake: wake, raw: make([]unix.EpollEvent, 256)}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: -1, Pad: -1} // wakeKey
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, wake, &ev); err != nil {
+		unix.Close(wake)
+		unix.Close(fd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
 	return p, nil
 }
 
@@ -55,46 +57,61 @@ func (p *Poller) Del(fd int) error {
 	return os.NewSyscallError("epoll_ctl", unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil))
 }
 
-// Wait blocks until there are events and fills evs with them; an error once closed. Its
-// caller makes one call at a time.
+// Wait blocks until there are events and fills evs with them; ErrClosed once the Poller is
+// closed. Its caller makes one call at a time, and its thread blocks meanwhile (a system call,
+// as a file's read is), which Go's scheduler replaces for its other goroutines.
 func (p *Poller) Wait(evs []Event) (int, error) {
-	p.want = min(len(evs), len(p.raw))
-	err := p.rc.Read(p.waitFn)
-	n := p.n
-	if err == nil {
-		err = p.err
-	}
-	if err != nil {
-		return 0, err
-	}
-	for i, ev := range p.raw[:n] {
-		evs[i] = Event{
-			Key: uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32,
-			In:  ev.Events&unix.EPOLLIN != 0,
-			Hup: ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0,
-		}
-	}
-	return n, nil
-}
-
-// waitOnce reads the events there are, without blocking: false when there are none yet.
-func (p *Poller) waitOnce(fd uintptr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	raw := p.raw[:min(len(evs), len(p.raw))]
 	for {
-		// With no timeout the call does not block: a raw one (see Read).
-		r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&p.raw[0])), uintptr(p.want), 0, 0, 0)
-		if errno == syscall.EINTR {
+		if p.closed.Load() {
+			return 0, ErrClosed
+		}
+		// First a look that cannot block: a raw call, which the scheduler need not hear of
+		// (see Read); only when it finds nothing, a call that waits.
+		r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(p.fd), uintptr(unsafe.Pointer(&raw[0])), uintptr(len(raw)), 0, 0, 0)
+		if errno == 0 && r == 0 {
+			r, _, errno = syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, uintptr(p.fd), uintptr(unsafe.Pointer(&raw[0])), uintptr(len(raw)), ^uintptr(0), 0, 0)
+		}
+		switch errno {
+		case 0:
+		case syscall.EINTR:
 			continue
+		default:
+			return 0, os.NewSyscallError("epoll_pwait", errno)
 		}
-		p.n, p.err = int(r), nil
-		if errno != 0 {
-			p.n, p.err = 0, errno
+		n := 0
+		for _, ev := range raw[:r] {
+			key := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			if key == wakeKey {
+				continue
+			}
+			evs[n] = Event{
+				Key: key,
+				In:  ev.Events&unix.EPOLLIN != 0,
+				Hup: ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0,
+			}
+			n++
 		}
-		return p.n != 0 || p.err != nil
+		if n > 0 {
+			return n, nil
+		}
 	}
 }
 
-// Close closes the Poller; a Wait under way returns an error.
-func (p *Poller) Close() error { return p.file.Close() }
+// Close closes the Poller: a Wait under way returns ErrClosed, and Close returns once it has.
+func (p *Poller) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	one := [8]byte{1} // a count of 1 on little-endian machines; any count above 0 makes it readable
+	_, _ = unix.Write(p.wake, one[:])
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = unix.Close(p.wake)
+	return os.NewSyscallError("close", unix.Close(p.fd))
+}
 
 // Read and Write are raw system calls on a non-blocking descriptor: a call that cannot
 // block need not tell the scheduler it might (entersyscall), which would have the scheduler's

@@ -130,10 +130,16 @@ func TestPoller(t *testing.T) {
 	p.Close()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Fatal("Wait returned no error after Close")
+		if !errors.Is(err, rawpoll.ErrClosed) {
+			t.Fatalf("Wait under way when closed: %v, want ErrClosed", err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end Wait")
+	}
+	if _, err := p.Wait(evs); !errors.Is(err, rawpoll.ErrClosed) {
+		t.Fatalf("Wait after Close: %v, want ErrClosed", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
 	}
 }

@@ -140,6 +140,13 @@ type parkTask struct {
 // backlogWait bounds how long the event loop leaves events while the workers are busy.
 const backlogWait = 2 * time.Millisecond
 
+// gatherPause is how long the event loop lets requests gather after a look that found only
+// long-polls it parked itself: pollers woken together ask again together, and one look for
+// many costs the node far less than a look each, which wakes a thread each time (a few
+// microseconds of the node's CPU on a virtual machine). A request on another connection
+// waits for it at most once.
+const gatherPause = time.Millisecond
+
 // taskSize is how many connections a task takes: enough to make a task's cost small beside
 // its work, few enough to share a wake among the workers.
 const taskSize = 32
@@ -460,10 +467,16 @@ func (p *parker) observe(c *call, now time.Time) {
 	p.rpcOK.Inc()
 }
 
-// dispatch hands connections to the workers, a task at a time.
+// dispatch hands connections to the workers, a task at a time: up to taskSize in a task, but
+// a connection to read a request on alone, so that a read of the log that hangs holds up no
+// other connection's request while a worker is free.
 func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
+	size := taskSize
+	if kind == taskRead {
+		size = 1
+	}
 	for len(pcs) > 0 {
-		n := min(len(pcs), taskSize)
+		n := min(len(pcs), size)
 		p.tasks <- parkTask{kind: kind, pcs: append([]*pconn(nil), pcs[:n]...)}
 		pcs = pcs[n:]
 	}
@@ -473,7 +486,8 @@ func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
 // and parks the long-polls it can without reading the log, leaving other calls to a worker;
 // a hang-up of a waiting connection ends its call. While the workers have tasks waiting (the
 // replies of a wake), it leaves events to gather, for up to backlogWait, so that replies go
-// out first and the requests that follow them are taken in larger batches.
+// out first and the requests that follow them are taken in larger batches; after a look
+// that found only long-polls it could park, it leaves them to gather for gatherPause.
 func (p *parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
 	defer lw.dropRing()
@@ -481,6 +495,8 @@ func (p *parker) eventLoop(lw *worker) {
 	var reads, gone []*pconn
 	backlog := time.NewTimer(time.Hour)
 	backlog.Stop()
+	pause := time.NewTimer(time.Hour)
+	pause.Stop()
 	for {
 		if len(p.tasks) > 0 {
 			backlog.Reset(backlogWait)
@@ -530,6 +546,7 @@ func (p *parker) eventLoop(lw *worker) {
 		for _, pc := range gone {
 			p.hangUp(pc)
 		}
+		took := len(reads)
 		toWorkers := reads[:0] // filtered in place
 		for len(reads) > 0 {
 			chunk := reads[:min(len(reads), taskSize)]
@@ -543,6 +560,14 @@ func (p *parker) eventLoop(lw *worker) {
 		}
 		reads = toWorkers
 		p.dispatch(taskRead, toWorkers)
+		if took > 0 && len(toWorkers) == 0 {
+			pause.Reset(gatherPause)
+			select {
+			case <-pause.C:
+			case <-p.done:
+			}
+			pause.Stop()
+		}
 	}
 }
 
