@@ -140,8 +140,8 @@ type parkTask struct {
 // backlogWait bounds how long the event loop leaves events while the workers are busy.
 const backlogWait = 2 * time.Millisecond
 
-// gatherPause is how long the event loop lets requests gather after a look that found only
-// long-polls it parked itself: pollers woken together ask again together, and one look for
+// gatherPause is how long the event loop lets requests gather after a look that left the
+// workers nothing, the long-polls it read parked by itself: pollers woken together ask again together, and one look for
 // many costs the node far less than a look each, which wakes a thread each time (a few
 // microseconds of the node's CPU on a virtual machine). A request on another connection
 // waits for it at most once.
@@ -487,7 +487,8 @@ func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
 // a hang-up of a waiting connection ends its call. While the workers have tasks waiting (the
 // replies of a wake), it leaves events to gather, for up to backlogWait, so that replies go
 // out first and the requests that follow them are taken in larger batches; after a look
-// that found only long-polls it could park, it leaves them to gather for gatherPause.
+// that left the workers nothing (the long-polls it read, it parked), it leaves requests to
+// gather for gatherPause.
 func (p *parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
 	defer lw.dropRing()
@@ -792,13 +793,9 @@ func (w *worker) handle(pc *pconn, req *httpRequest) served {
 		if len(body) > 0 && body[0] == '[' {
 			return notForUs // a batch
 		}
-		id, pp, ok := decodeCallFast(body)
-		if !ok {
-			sid, sp, rerr := decodeCallSlow(body)
-			if rerr != nil || sp == nil {
-				return notForUs // errors and notifications are answered by net/http
-			}
-			id, pp = sid, *sp
+		id, pp, call, _ := decodeCallValue(body)
+		if !call {
+			return notForUs // errors and notifications are answered by net/http
 		}
 		c.id, p = id, &pp
 	}

@@ -623,10 +623,24 @@ func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError
 // (with the id, if it could be read), or for a notification nothing at all. The id is a
 // copy, so that a long-poll does not keep the request body while it waits.
 func decodeCall(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
-	if id, p, ok := decodeCallFast(raw); ok {
-		return id, &p, nil
+	id, p, call, rerr := decodeCallValue(raw)
+	if !call {
+		return id, nil, rerr
 	}
-	return decodeCallSlow(raw)
+	return id, &p, nil
+}
+
+// decodeCallValue is decodeCall with the params of a call in place (call true), for a caller
+// that keeps them no longer than it runs.
+func decodeCallValue(raw []byte) (id json.RawMessage, p eventsParams, call bool, rerr *rpcError) {
+	if id, p, ok := decodeCallFast(raw); ok {
+		return id, p, true, nil
+	}
+	id, pp, rerr := decodeCallSlow(raw)
+	if pp == nil {
+		return id, eventsParams{}, false, rerr
+	}
+	return id, *pp, true, nil
 }
 
 // decodeCallSlow decodes any request object as a Tendermint node does (Go's encoding/json:
