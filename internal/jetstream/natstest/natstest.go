@@ -282,26 +282,16 @@ type Server struct {
 }
 
 // Start runs bin with cfg and waits until it is ready for connections. The server is
-// killed when the test ends.
+// killed when the test ends. A client port Start chose itself, free when chosen, may have
+// been taken since by another process (tests run side by side): it then chooses again.
 func Start(t testing.TB, bin Binary, cfg Config) *Server {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "n1"
 	}
-	if cfg.Port == 0 {
-		ports, err := freePorts(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Port = ports[0]
-	}
-	s := &Server{Bin: bin, Config: cfg, dir: t.TempDir()}
+	s := &Server{Bin: bin, Config: cfg, dir: t.TempDir(), Version: bin.Version}
 	s.conf = filepath.Join(s.dir, "nats.conf")
 	s.logPath = filepath.Join(s.dir, "nats.log")
-	if err := os.WriteFile(s.conf, []byte(s.configText()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.Version = bin.Version
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
@@ -310,10 +300,34 @@ func Start(t testing.TB, bin Binary, cfg Config) *Server {
 			}
 		}
 	})
-	if err := s.Restart(); err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		if cfg.Port == 0 {
+			port, err := pickPort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Config.Port = port
+		}
+		if err := os.WriteFile(s.conf, []byte(s.configText()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Restart()
+		if err == nil {
+			return s
+		}
+		if cfg.Port != 0 || attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
 	}
-	return s
+}
+
+// pickPort chooses a client port for Start (a variable, for a test to choose one in use).
+var pickPort = func() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
 }
 
 func (s *Server) configText() string {
