@@ -318,9 +318,10 @@ func TestPollersWarmUp(t *testing.T) {
 	if warm != 2.0 {
 		t.Errorf("warmup_rounds parameter %v, want 2", warm)
 	}
-	if _, ok := f["node_cpu_per_round"]; ok {
-		if _, ok := f["warmup_node_cpu_per_wake"]; !ok {
-			t.Errorf("no figure warmup_node_cpu_per_wake beside node_cpu_per_round: %v", f)
+	// The test's node reports its process's CPU, as a node of its own does.
+	for _, name := range []string{"node_cpu_per_round", "warmup_node_cpu_per_wake"} {
+		if _, ok := f[name]; !ok {
+			t.Errorf("no figure %s: %v", name, f)
 		}
 	}
 }

@@ -248,16 +248,16 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 				return partial(err)
 			}
 		}
-		if round == 0 {
-			if cfg.Warmup > 0 && nodeCPUOK {
-				if c, ok := cpuSeconds(pctx, mhc, cfg.Target, merr); ok {
-					r.figure("warmup_node_cpu_per_wake", (c-nodeCPU0)/float64(cfg.Warmup*K)*1e6, "µs")
-				}
+		if round == -cfg.Warmup || round == 0 {
+			// One reading ends the warm-up and starts the measured rounds.
+			c, ok := cpuSeconds(pctx, mhc, cfg.Target, merr)
+			if round == 0 && cfg.Warmup > 0 && ok && nodeCPUOK {
+				r.figure("warmup_node_cpu_per_wake", (c-nodeCPU0)/float64(cfg.Warmup*K)*1e6, "µs")
 			}
-			nodeCPU0, nodeCPUOK = cpuSeconds(pctx, mhc, cfg.Target, merr)
+			nodeCPU0, nodeCPUOK = c, ok
+		}
+		if round == 0 {
 			clientCPU0, clientCPUOK = processCPU()
-		} else if round == -cfg.Warmup {
-			nodeCPU0, nodeCPUOK = cpuSeconds(pctx, mhc, cfg.Target, merr)
 		}
 		got := round + cfg.Warmup // the receipt of this round, in each poller's got
 		var sendAt, ackAt time.Time

@@ -46,7 +46,8 @@ func New() (*Poller, error) {
 	return p, nil
 }
 
-// Add watches fd, edge-triggered, for input and hang-up; its events carry key.
+// Add watches fd, edge-triggered, for input and hang-up; its events carry key, which must
+// not be wakeKey (all ones), the Poller's own.
 func (p *Poller) Add(fd int, key uint64) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(key), Pad: int32(key >> 32)}
 	return os.NewSyscallError("epoll_ctl", unix.EpollCtl(p.fd, unix.EPOLL_CTL_ADD, fd, &ev))

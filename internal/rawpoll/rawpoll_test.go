@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,7 +128,14 @@ func TestPoller(t *testing.T) {
 		_, err := p.Wait(evs)
 		done <- err
 	}()
-	p.Close()
+	// Close once the Wait blocks in its system call, not before it has begun.
+	for i := 0; !waitingInSyscall(); i++ {
+		if i == 10_000 {
+			t.Fatal("Wait never blocked in epoll_pwait")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go p.Close()
 	select {
 	case err := <-done:
 		if !errors.Is(err, rawpoll.ErrClosed) {
@@ -142,4 +150,16 @@ func TestPoller(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatalf("a second Close: %v", err)
 	}
+}
+
+// waitingInSyscall reports whether a goroutine is blocked in a system call within Poller.Wait.
+func waitingInSyscall() bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "[syscall") && strings.Contains(g, "rawpoll.(*Poller).Wait") {
+			return true
+		}
+	}
+	return false
 }
