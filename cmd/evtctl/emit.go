@@ -709,7 +709,7 @@ func (e *emitter) conclude(ctx context.Context, sendErr, readErr error) error {
 		if ctx.Err() != nil {
 			return sendErr // interrupted
 		}
-		failure, hints := splitHints(e.failure(sendErr))
+		hints, failure := splitHints(e.failure(sendErr))
 		tally := e.notSent()
 		if tally == "" {
 			return withHints(failure, hints...)

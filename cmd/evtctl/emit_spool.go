@@ -67,7 +67,7 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 	var hints []string // what to do about the failure, after the summary
 	if d.failure != nil && !closedPipe(d.failure) && ctx.Err() == nil {
 		var failure error
-		failure, hints = splitHints(e.deliveryError(d.failure))
+		hints, failure = splitHints(e.deliveryError(d.failure))
 		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(failure.Error()))
 	}
 	if waiting == 0 && d.refused == 0 && d.damaged == 0 && readErr == nil && d.failure == nil {

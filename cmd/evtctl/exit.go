@@ -79,12 +79,12 @@ func withHints(err error, hints ...string) error {
 }
 
 // splitHints separates err's hints from it.
-func splitHints(err error) (error, []string) {
+func splitHints(err error) (hints []string, rest error) {
 	var he *hintedError
 	if errors.As(err, &he) && he == err {
-		return he.err, he.hints
+		return he.hints, he.err
 	}
-	return err, hintsOf(err)
+	return hintsOf(err), err
 }
 
 // hintsOf returns the hints err carries, if any.

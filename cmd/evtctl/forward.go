@@ -369,7 +369,8 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, errStop) && rctx.Err() == nil {
+		// Stream returns only with a reason to stop (never nil).
+		if !errors.Is(err, errStop) && rctx.Err() == nil {
 			stopForwarder(err)
 		}
 	}()

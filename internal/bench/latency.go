@@ -111,7 +111,8 @@ func Latency(ctx context.Context, cfg LatencyConfig) (*Report, error) {
 	tailDone := make(chan struct{})
 	go func() {
 		defer close(tailDone)
-		if err := tail(tailCtx, c, cfg, info.Newest, maker, tr); err != nil && !interrupted(tailCtx, err) {
+		// tail returns only with a reason to stop (never nil).
+		if err := tail(tailCtx, c, cfg, info.Newest, maker, tr); !interrupted(tailCtx, err) {
 			fail(fmt.Errorf("the tail failed: %w", err))
 		}
 	}()

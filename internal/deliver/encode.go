@@ -189,7 +189,7 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 // next ',' or '}', whitespace included. If they cannot be found, it returns
 // data.
 func memberText(event []byte, data json.RawMessage) []byte {
-	if bytes.IndexAny(event, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(event, " \t\r\n") {
 		return data // compact: no whitespace to keep
 	}
 	r := gjson.GetBytes(event, "data")

@@ -57,8 +57,7 @@ func TestCrossOriginRedirectDropsCredentials(t *testing.T) {
 // events sent in clear text; the redirect is not followed, and not retried.
 func TestRedirectToPlainHTTPRefused(t *testing.T) {
 	plain, pts := serve(t, reply{status: 202})
-	var tls *httptest.Server
-	tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, pts.URL+"/new", http.StatusPermanentRedirect)
 	}))
 	defer tls.Close()

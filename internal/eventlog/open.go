@@ -149,9 +149,7 @@ func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) 
 			d.File, d.Offset, d.Reason = name, segHeaderSize, "the start of the file does not read back"
 			ld.damage = mergeDamage(ld.damage, d)
 		}
-		for _, p := range of.pieces {
-			ld.segs = append(ld.segs, p)
-		}
+		ld.segs = append(ld.segs, of.pieces...)
 		for _, d := range of.damage {
 			ld.damage = mergeDamage(ld.damage, ld.around(d)) // between two of the file's pieces
 		}

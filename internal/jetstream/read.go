@@ -129,16 +129,14 @@ func (s *Store) locate(lk *lookup, c cursor.Cursor, strict bool, first, last uin
 		x, err := lk.at(seq)
 		return pred(x), err
 	}
-	// The answer is in [lo, hi]: pred(lo-1) is false (or lo is first), pred(hi) true.
-	lo, hi := first, last+1
 	if p, err := at(first); err != nil || p {
 		return first, err
 	}
-	lo = first + 1
 	if p, err := at(last); err != nil || !p {
 		return last + 1, err
 	}
-	hi = last
+	// The answer is in [lo, hi]: pred(lo-1) is false, pred(hi) true.
+	lo, hi := first+1, last
 	if g := c.Seq; c.Width == cursor.NodeWidth && g >= lo && g <= hi {
 		p, err := at(g)
 		if err != nil {

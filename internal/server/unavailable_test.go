@@ -120,7 +120,7 @@ func TestFullDiskAndFailedLog(t *testing.T) {
 	if resp, b = do(disk, "GET", "/healthz", "", ""); !strings.Contains(b, `"status":"degraded"`) || !strings.Contains(b, `"appends":"refused for now: `) {
 		t.Errorf("healthz on a full disk: %d %s", resp.StatusCode, b)
 	}
-	if resp, b = do(disk, "GET", "/metrics", "", ""); !strings.Contains(b, "evtctl_log_unwritable 1\n") {
+	if _, b = do(disk, "GET", "/metrics", "", ""); !strings.Contains(b, "evtctl_log_unwritable 1\n") {
 		t.Errorf("metrics on a full disk do not say appends are refused")
 	}
 	if resp, b = do(disk, "GET", "/events?maxItems=3", "", ""); resp.StatusCode != 200 || strings.Contains(b, `"error"`) {

@@ -124,8 +124,7 @@ func runCmd(cmd tea.Cmd) tea.Msg {
 	}
 	msgs := make(chan tea.Msg, 64)
 	pending := 0
-	var start func(c tea.Cmd)
-	start = func(c tea.Cmd) {
+	start := func(c tea.Cmd) {
 		if c == nil {
 			return
 		}

@@ -727,12 +727,6 @@ func testLoss(t *testing.T, b Backend) {
 		gone[i] = true
 	}
 	s = b.Lose(t, s, lost)
-	var kept []cursor.Cursor
-	for i, c := range cs {
-		if !gone[i] {
-			kept = append(kept, c)
-		}
-	}
 
 	// A reader paging forward, as the client does: told of each lost range once, exactly
 	// where it crosses it.

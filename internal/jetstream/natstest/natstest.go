@@ -27,7 +27,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -164,7 +163,7 @@ func build(line, release string) (Binary, error) {
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return Binary{}, fmt.Errorf("building nats-server %s needs the go command on PATH: %w", release, err)
 	}
 	pkg := "github.com/nats-io/nats-server/v2@v" + release
 	cmd := exec.CommandContext(ctx, goCmd, "install", pkg)
