@@ -146,8 +146,11 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		return ch
 	}
 	pageSize := opts.PageSize
-	if opts.Limit > 0 {
-		pageSize = min(pageSize, opts.Limit) // --limit 10 needs no page of 1000
+	if opts.Limit > 0 && (opts.Reverse || w.c.Kind() != KindTendermint) {
+		// Pages delivered as they come: --limit 10 needs no page of 1000. A chronological
+		// range on a node that pages newest first only is gathered whole before the limit
+		// cuts it, so there the pages stay as large as the node gives them.
+		pageSize = min(pageSize, opts.Limit)
 	}
 	req := Request{Query: opts.Query, MaxItems: pageSize, After: w.after, Before: before, Ascending: !opts.Reverse, reuse: opts.ReuseMemory}
 	next := fetch(req)
