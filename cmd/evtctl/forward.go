@@ -342,13 +342,8 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		defer close(events)
 		node := c.Node()
 		err := c.Stream(rctx, so, func(b client.Batch) error {
-			if b.Gap != nil {
-				switch opts.OnGap {
-				case "fail":
-					return gapError(b.Gap)
-				case "warn":
-					warnGap(opts.streams, b.Gap)
-				}
+			if err := onGap(opts.streams, opts.OnGap, b.Gap); err != nil {
+				return err
 			}
 			for _, it := range b.Items {
 				select {
