@@ -650,3 +650,31 @@ func TestStreamTendermintFilteredGapOnce(t *testing.T) {
 		}
 	}
 }
+
+// A cursor past the node's newest event (another node's, or of a log that went back) is
+// told at once — the first request does not wait, whatever Wait says — and the stream goes
+// on from the node's newest event: the events it takes next, numbered and stamped before
+// the cursor, are delivered, and the gap is told once.
+func TestStreamCursorPastNewest(t *testing.T) {
+	forEachNode(t, func(t *testing.T, k nodeKind) {
+		n := k.new(t, nodeOpts{})
+		a := n.Append(t, events(3, "Tx")...)
+		last := cursor.MustParse(a[2])
+		past := cursor.New(last.TS+int64(time.Hour), last.Seq+100, last.Width).String()
+		s := startStream(t, newTestClient(t, n.URL()), StreamOptions{After: past, Wait: time.Hour}, nil)
+		waitFor(t, func() bool { return len(s.Gaps()) == 1 }, func() string { return "no gap" })
+		if g := s.Gaps()[0]; g.Kind != GapPastNewest || g.After != past || g.Newest != a[2] || !g.NotOfLog() {
+			t.Fatalf("gap %+v, want the cursor past the newest %s", g, a[2])
+		}
+		if w := string(n.Rec().Calls()[0].Params.WaitTime); w == "" || len(w) > len("1000000000") {
+			t.Fatalf("the first request waits %s", w)
+		}
+		b := n.Append(t, events(2, "Tx")...)
+		s.waitItems(t, 2)
+		s.stop(t)
+		sameCursors(t, "delivered", cursorsOf(s.Items()), b)
+		if len(s.Gaps()) != 1 {
+			t.Fatalf("gaps %+v", s.Gaps())
+		}
+	})
+}
