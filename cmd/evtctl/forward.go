@@ -372,6 +372,11 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	err = fw.Run(fctx, events)
 	stopReader()
 	<-readerDone
+	if cause := context.Cause(fctx); cause != nil && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)) {
+		// The reader stopped the forwarder, and closed its events as it went: the forwarder
+		// may have seen them end first. The reader's reason is the result.
+		err = cause
+	}
 	rep.summary(st)
 	var ge *forward.GoneError
 	switch {
