@@ -303,3 +303,60 @@ func getText(t *testing.T, url string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestLogThatWentBack: a node loses its last segment and its high-water mark, so it numbers
+// new events again from below a reader's checkpoint. The checkpointed tail is told the
+// cursor is not of the log as it is now (or the log went back), exits 4 with --on-gap fail
+// and leaves the checkpoint alone, and never passes over it silently.
+func TestLogThatWentBack(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	dir := t.TempDir()
+	cmd, url := startServe(t, "--data-dir", dir, "--segment-size", "64KiB")
+	all := ingestEvents(t, url, 0, 1500, 50)
+	cp := filepath.Join(t.TempDir(), "cp.json")
+	if code, _, stderr := runCLI(t, "tail", "--node", url, "--from-start", "--until-caught-up", "--checkpoint", cp, "-o", "jsonl"); code != 0 {
+		t.Fatalf("tail: exit %d: %s", code, stderr)
+	}
+	stopServe(t, cmd)
+	segs := segmentsOf(t, dir)
+	b, _ := os.ReadFile(segs[len(segs)-1])
+	gone := len(idsIn(b))
+	os.Remove(segs[len(segs)-1])
+	os.Remove(filepath.Join(dir, "HIGHWATER"))
+	kept, _ := os.ReadFile(cp)
+
+	cmd, url = startServe(t, "--data-dir", dir, "--segment-size", "64KiB")
+	defer stopServe(t, cmd)
+	last := all[len(all)-1].cursor.String()
+	newest := all[len(all)-1-gone].cursor.String()
+	failing := func(what, want string) {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, "tail", "--node", url, "--checkpoint", cp, "--on-gap", "fail", "--until-caught-up", "-o", "jsonl")
+		if code != exitNotOfLog || stdout != "" || !strings.Contains(stderr, "cursor "+last+" is not of this node's log, or the log went back: "+want) {
+			t.Fatalf("%s: tail --on-gap fail: exit %d, wrote %q: %s", what, code, stdout, stderr)
+		}
+		if now, _ := os.ReadFile(cp); !bytes.Equal(now, kept) {
+			t.Fatalf("%s: the checkpoint changed: %s", what, now)
+		}
+	}
+	// The node's newest event now comes before the checkpoint's cursor.
+	failing("before new events", "its newest event, "+newest+", comes before the cursor")
+	// New events are numbered again from after the newest event kept: later than the
+	// checkpoint's cursor, numbered below it.
+	again := ingestEvents(t, url, 9000, 5, 5)
+	if again[0].cursor.Seq > all[len(all)-1].cursor.Seq {
+		t.Fatalf("the node numbered its new events from %d, after the lost ones: no test", again[0].cursor.Seq)
+	}
+	failing("after new events", "its newest event, "+again[4].cursor.String()+", is later than the cursor but numbered below it")
+	// warn: said, then the new events, once; the checkpoint moves on to them.
+	code, stdout, stderr := runCLI(t, "tail", "--node", url, "--checkpoint", cp, "--until-caught-up", "-o", "jsonl")
+	if code != 0 || strings.Count(stderr, "warning: cursor "+last+" is not of this node's log") != 1 || strings.Count(stdout, "\n") != 5 || !strings.Contains(stdout, again[0].id) {
+		t.Fatalf("tail --on-gap warn: exit %d, wrote %q: %s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, "tail", "--node", url, "--checkpoint", cp, "--on-gap", "fail", "--until-caught-up", "-o", "jsonl"); code != 0 || stdout != "" || stderr != "" {
+		t.Fatalf("tail from the moved checkpoint: exit %d, wrote %q: %s", code, stdout, stderr)
+	}
+}

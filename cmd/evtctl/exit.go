@@ -18,6 +18,8 @@ const (
 	exitError       = 1
 	exitUsage       = 2
 	exitLost        = 3 // events were lost and --on-gap fail was given
+	exitNotOfLog    = 4 // the cursor is not of the node's log, or the log went back; --on-gap fail
+	exitRestarted   = 5 // the node restarted, its log starts again; --on-gap fail
 	exitInterrupted = 130
 )
 

@@ -342,13 +342,8 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		defer close(events)
 		node := c.Node()
 		err := c.Stream(rctx, so, func(b client.Batch) error {
-			if b.Gap != nil {
-				switch opts.OnGap {
-				case "fail":
-					return gapError(b.Gap)
-				case "warn":
-					warnGap(opts.streams, b.Gap)
-				}
+			if err := onGap(opts.streams, opts.OnGap, b.Gap); err != nil {
+				return err
 			}
 			for _, it := range b.Items {
 				select {
@@ -377,6 +372,11 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	err = fw.Run(fctx, events)
 	stopReader()
 	<-readerDone
+	if cause := context.Cause(fctx); cause != nil && ctx.Err() == nil && (err == nil || errors.Is(err, context.Canceled)) {
+		// The reader stopped the forwarder, and closed its events as it went: the forwarder
+		// may have seen them end first. The reader's reason is the result.
+		err = cause
+	}
 	rep.summary(st)
 	var ge *forward.GoneError
 	switch {

@@ -301,4 +301,8 @@ const exitCodesHelp = `evtctl exits with one of these statuses:
        EVTCTL_ variable, or a configuration file evtctl cannot read
   3    events were lost and --on-gap fail was given (tail, replay, forward); serve --verify
        found events lost to damage
+  4    with --on-gap fail: the cursor to start from is not of the node's log, or the log
+       went back (it lost its newest events and numbers new ones again below the cursor)
+  5    with --on-gap fail: the node restarted and its log starts again (a Tendermint node,
+       whose log lives in memory)
   130  interrupted (Ctrl-C or SIGTERM)`

@@ -47,7 +47,8 @@ there was already seen. --to is inclusive and defaults to the head when the repl
 
 When the node no longer holds events the range covers (they aged out, were pruned or were
 lost to damage in the node's log) — after a --from cursor or checkpoint, or within the range —
-evtctl says so, naming the cursors; --on-gap decides what happens then, as for tail.`,
+evtctl says so, naming the cursors; --on-gap decides what happens then, as for tail. So it
+does when the node restarted since the --from cursor, or that cursor is not of its log.`,
 		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
   evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
   evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
@@ -118,15 +119,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
-		OnGap: func(g client.Gap) error {
-			switch opts.OnGap {
-			case "fail":
-				return gapError(&g)
-			case "warn":
-				warnGap(opts.streams, &g)
-			}
-			return nil
-		},
+		OnGap:   func(g client.Gap) error { return onGap(opts.streams, opts.OnGap, &g) },
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {
 			return err

@@ -48,7 +48,10 @@ exactly once. A backlog (from --after, --since, --from-start or a checkpoint) is
 the node's ascending-order extension keeps that in bounded memory where it is available.
 
 When the node's log no longer holds events the client had not seen (they aged out or were
-pruned), evtctl says so, naming both cursors; --on-gap decides what happens then.
+pruned), evtctl says so, naming both cursors; --on-gap decides what happens then. So it does
+when the node restarted and its log starts again (a Tendermint node), and when the cursor to
+start from is not of the node's log, or the log went back: such a cursor is never passed over
+silently, even with --on-gap ignore.
 
 With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
 the output is flushed) and tail resumes from it when it exists, so a restart loses nothing.
@@ -90,9 +93,6 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	return cmd
 }
 
-// onGapChoices are the values of --on-gap.
-var onGapChoices = []choice{{name: "warn", help: "on stderr, and go on"}, {name: "fail", help: "exit 3"}, {name: "ignore"}}
-
 func countSet(bs ...bool) int {
 	n := 0
 	for _, b := range bs {
@@ -105,22 +105,6 @@ func countSet(bs ...bool) int {
 
 // errStop ends a stream early and successfully: --count, --until-caught-up, --idle-timeout.
 var errStop = errors.New("stop")
-
-// gapError is a gap with --on-gap fail: exit status 3.
-func gapError(g *client.Gap) error {
-	return &statusError{exitLost, errors.New("events were lost: " + describeGap(g))}
-}
-
-func warnGap(s *iostreams.IOStreams, g *client.Gap) {
-	fmt.Fprintf(s.ErrOut, "evtctl: warning: events were lost: %s\n", describeGap(g))
-}
-
-func describeGap(g *client.Gap) string {
-	if g.Oldest == "" {
-		return fmt.Sprintf("the node no longer holds events after cursor %s, up to its newest, %s", safeText(g.After), safeText(g.Newest))
-	}
-	return fmt.Sprintf("the node no longer holds events after cursor %s; its log now starts at %s", safeText(g.After), safeText(g.Oldest))
-}
 
 func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 	return func(err error, attempt int, delay time.Duration) {
@@ -208,13 +192,8 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 
 	written := 0
 	err = c.Stream(ctx, so, func(b client.Batch) error {
-		if b.Gap != nil {
-			switch opts.OnGap {
-			case "fail":
-				return gapError(b.Gap)
-			case "warn":
-				warnGap(opts.streams, b.Gap)
-			}
+		if err := onGap(opts.streams, opts.OnGap, b.Gap); err != nil {
+			return err
 		}
 		items := b.Items
 		if opts.Count > 0 && written+len(items) > opts.Count {

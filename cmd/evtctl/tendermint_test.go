@@ -53,6 +53,7 @@ func TestTendermintScripts(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"tmnode":       cmdTMNode,
+			"tmrestart":    cmdTMRestart,
 			"tmtx":         cmdTMTx,
 			"tmsettle":     cmdTMSettle,
 			"tmitems":      cmdTMItems,
@@ -97,6 +98,18 @@ func cmdTMNode(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	ts.Setenv("TM", n.URL)
 	ts.Setenv("EVTCTL_NODE", n.URL)
+}
+
+// cmdTMRestart restarts the script's node with the same home folder and ports: its chain
+// goes on, its event log (in memory) starts again at 0001.
+//
+//	tmrestart
+func cmdTMRestart(ts *testscript.TestScript, neg bool, args []string) {
+	n, ok := tmNodes.Load(ts)
+	if neg || len(args) != 0 || !ok {
+		ts.Fatalf("usage: tmrestart, after tmnode")
+	}
+	ts.Check(n.(*tmnode.Node).Restart())
 }
 
 var tmTxSeq atomic.Int64

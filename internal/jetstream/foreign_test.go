@@ -14,6 +14,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/jetstream"
 	"github.com/evtctl/evtctl/internal/jetstream/natstest"
+	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -208,5 +209,19 @@ func TestForeignStreamHoles(t *testing.T) {
 	p2, err := s.Read(ctx, eventlog.Query{After: p.Items[0].Cursor, Max: 10, Ascending: true})
 	if err != nil || len(p2.Items) != 2 || p2.Oldest != p.Items[0].Cursor {
 		t.Fatalf("after the message before a per-subject hole: %d items, oldest %v, %v", len(p2.Items), p2.Oldest, err)
+	}
+	// The first message superseded too: a reader after it is behind the stream's first
+	// message now, and has lost nothing.
+	publishRaw(t, js, "price.a", []byte(`5`)) // removes 1
+	var p3 eventlog.Page
+	testwait.Until(t, "the node sees the new message", func() bool {
+		p3, err = s.Read(ctx, eventlog.Query{After: p.Items[0].Cursor, Max: 10, Ascending: true})
+		return err != nil || p3.Newest.Seq == 5
+	})
+	if err != nil || len(p3.Items) != 3 || p3.Items[0].Cursor.Seq != 3 || p3.Oldest != p.Items[0].Cursor {
+		t.Fatalf("behind the first message of a per-subject stream: %d items, oldest %v, %v", len(p3.Items), p3.Oldest, err)
+	}
+	if p4, err := s.Read(ctx, eventlog.Query{Max: 10, Ascending: true}); err != nil || p4.Oldest.Seq != 3 {
+		t.Fatalf("from the start: oldest %v, %v; want the stream's first message", p4.Oldest, err)
 	}
 }

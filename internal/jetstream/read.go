@@ -23,7 +23,10 @@ import (
 // Oldest set to that message; an ascending read stops short of a hole (More, Resume at the
 // message before it, AtLoss); a newest-first read stops at one, with Oldest at the message
 // above it. On a stream with a per-subject limit (max_msgs_per_subject), holes are how the
-// stream keeps only the newest messages of each subject: they are stepped over silently.
+// stream keeps only the newest messages of each subject: they are stepped over silently. When
+// that limit is the only one that removes messages (no max_age, and no max_msgs or max_bytes
+// with discard old), so are the messages gone from the front: a reader whose After is behind
+// the stream's first message is told Oldest is After itself, for it has lost nothing.
 func (s *Store) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
 	if !s.enter() {
 		return eventlog.Page{}, eventlog.ErrClosed
@@ -33,7 +36,20 @@ func (s *Store) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, erro
 		return eventlog.Page{}, err
 	}
 	s.freshHead(ctx)
+	if a := q.After; a.Width == cursor.NodeWidth {
+		if last, _ := s.tr.head(); a.Seq > last {
+			// After is past the head this node has seen: another node of the stream may
+			// have handed it out a moment ago. Look at the stream before the reply says
+			// the cursor is past its newest message.
+			if info, err := s.info(ctx); err == nil {
+				s.takeHead(ctx, info.State.LastSeq)
+			}
+		}
+	}
 	page, err := s.read(ctx, q)
+	if a := q.After; err == nil && s.keyed.Load() && a.Width == cursor.NodeWidth && !page.Oldest.IsZero() && a.Before(page.Oldest) && a.Seq < page.Oldest.Seq {
+		page.Oldest = a // superseded messages before the first: retention, not a loss
+	}
 	s.noteRead(ctx, err)
 	return page, err
 }

@@ -120,6 +120,7 @@ type Store struct {
 	capsV      atomic.Pointer[caps]
 	directOK   atomic.Bool // the stream allows direct gets
 	perSubject atomic.Bool // the stream keeps a number of messages per subject: holes are its retention
+	keyed      atomic.Bool // perSubject, and no limit removes messages from the front: neither do front moves lose events
 	replicated atomic.Bool // the stream has more than one replica
 	str        atomic.Pointer[jetstream.Stream]
 	recheck    atomic.Bool // the connection was made again: look at the server's version
@@ -390,6 +391,10 @@ func (s *Store) noteConfig(cfg jetstream.StreamConfig) {
 	s.directOK.Store(cfg.AllowDirect)
 	s.replicated.Store(cfg.Replicas > 1)
 	s.perSubject.Store(cfg.MaxMsgsPerSubject > 0)
+	// Age removes messages from the front whatever the discard policy; a message or byte
+	// limit does with discard old (with discard new it refuses new messages instead).
+	front := cfg.MaxAge > 0 || cfg.Discard == jetstream.DiscardOld && (cfg.MaxMsgs > 0 || cfg.MaxBytes > 0)
+	s.keyed.Store(cfg.MaxMsgsPerSubject > 0 && !front)
 }
 
 // streamHandle is the stream as last looked up; nil before the first look.

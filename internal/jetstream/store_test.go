@@ -452,3 +452,23 @@ func TestReaderAfterDeletedTail(t *testing.T) {
 		t.Fatalf("after the deleted tail and a new message: %+v, oldest %v, %v", p.Items, p.Oldest, err)
 	}
 }
+
+// A reader that moves to another node of the stream with a cursor the first node handed
+// out a moment ago is never told its cursor is past the newest message: a node asked after
+// a message it has not seen yet looks at the stream first.
+func TestReaderAfterAnotherNodesCursor(t *testing.T) {
+	srv := natstest.Solo(t)
+	a := open(t, srv.ClientURL(), "TWONODES", storetest.Config{}, 1)
+	defer a.Close()
+	b := open(t, srv.ClientURL(), "TWONODES", storetest.Config{}, 1)
+	defer b.Close()
+	appendOne(t, a, ev(0))
+	if _, err := b.Read(ctx, eventlog.Query{Max: 1}); err != nil { // b has just looked at the head
+		t.Fatal(err)
+	}
+	c := appendOne(t, a, ev(1)).Cursor
+	p, err := b.Read(ctx, eventlog.Query{After: c, Max: 10, Ascending: true})
+	if err != nil || p.Newest.Before(c) {
+		t.Fatalf("after another node's newest cursor %v: newest %v, %v", c, p.Newest, err)
+	}
+}

@@ -21,8 +21,10 @@ import (
 
 // Node is a running Tendermint node.
 type Node struct {
-	URL string // the RPC base URL, e.g. http://127.0.0.1:41234
-	pid int
+	URL  string // the RPC base URL, e.g. http://127.0.0.1:41234
+	pid  int
+	bin  string // the tendermint binary
+	home string // the node's home folder
 }
 
 // PeersDir returns the peers folder: ../shared/peers from the module root, which is found by
@@ -100,7 +102,34 @@ func Launch(script, dir string, settings ...string) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a Tendermint node: PID %q: %v", lines[1], err)
 	}
-	return &Node{URL: lines[0], pid: pid}, nil
+	return &Node{URL: lines[0], pid: pid, bin: filepath.Join(filepath.Dir(script), "tendermint"), home: dir}, nil
+}
+
+// Restart stops the node and starts it again with the same home folder: the same chain and
+// ports, and, as a real node's event log lives in memory only, a new log numbered from 0001.
+// It returns once the node answers again.
+func (n *Node) Restart() error {
+	n.Stop()
+	logf, err := os.OpenFile(filepath.Join(n.home, "node.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(n.bin, "start", "--home", n.home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("restarting the Tendermint node: %v", err)
+	}
+	n.pid = cmd.Process.Pid
+	go func() { _ = cmd.Wait() }() // reaped when it exits; Stop kills it
+	for range 300 {
+		if err := n.get("/status", `"node_info"`); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n.Stop()
+	return fmt.Errorf("the restarted Tendermint node did not answer; see %s", filepath.Join(n.home, "node.log"))
 }
 
 // Stop kills the node and waits until it is gone, so that its home folder can be removed.

@@ -7,6 +7,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // detailModel is the detail pane: the selected row shown as indented JSON (or, for a gap
@@ -90,17 +92,12 @@ func (d *detailModel) lines(r row, ok bool) []string {
 	}
 	var jl []jline
 	if r.gap != nil {
-		jl = []jline{
-			{spans: []span{{tokText, "Events were lost here: the node no longer holds the events after cursor"}}},
-			{indent: 1, spans: []span{{tokString, clean(r.gap.After)}}},
+		text := clean(r.gap.String())
+		text = strings.ToUpper(text[:1]) + text[1:] // a sentence of its own here
+		for _, line := range wrapWords(d.c.cells, text, width-1) {
+			jl = append(jl, jline{spans: []span{{tokText, line}}})
 		}
-		if r.gap.Oldest != "" {
-			jl = append(jl, jline{spans: []span{{tokText, "Its log now starts at"}}},
-				jline{indent: 1, spans: []span{{tokString, clean(r.gap.Oldest)}}})
-		} else {
-			jl = append(jl, jline{spans: []span{{tokText, "and it holds none after it now."}}})
-		}
-		jl = append(jl, jline{spans: []span{{tokText, "They aged out, were pruned or were lost to damage before they were read."}}})
+		jl = append(jl, jline{}, jline{spans: []span{{tokText, gapCause(r.gap)}}})
 	} else if len(r.ev.data) == 0 {
 		jl = []jline{{spans: []span{{tokText, "(no data)"}}}}
 	} else {
@@ -133,7 +130,7 @@ func (d *detailModel) rule(r row, ok bool, h int) string {
 	title := "no event selected"
 	if ok {
 		if r.gap != nil {
-			title = "lost events"
+			title = gapTitle(r.gap)
 		} else {
 			title = clean(r.ev.cursor)
 			if !r.ev.time.IsZero() {
@@ -158,4 +155,47 @@ func (d *detailModel) rule(r row, ok bool, h int) string {
 	}
 	return st.rule.Render("── ") + st.ruleTitle.Render(strings.TrimPrefix(left, "── ")) +
 		st.rule.Render(strings.Repeat("─", fill)) + st.rule.Render(right+"──")
+}
+
+// gapTitle names what a gap marker stands for, for the pane's rule.
+func gapTitle(g *client.Gap) string {
+	switch {
+	case g.Kind == client.GapRestarted:
+		return "node restarted"
+	case g.NotOfLog():
+		return "cursor not of this log"
+	}
+	return "lost events"
+}
+
+// gapCause says how such a gap comes about.
+func gapCause(g *client.Gap) string {
+	switch {
+	case g.Kind == client.GapRestarted:
+		return "The node's log lives in memory: what it held and had not been read is gone with the restart."
+	case g.NotOfLog():
+		return "The cursor came from another node, or the node lost its newest events and numbers new ones again."
+	}
+	return "They aged out, were pruned or were lost to damage before they were read."
+}
+
+// wrapWords breaks text into lines at most w cells wide, between words where it can.
+func wrapWords(c cells, text string, w int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case c.width(line)+1+c.width(word) <= w:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -198,8 +198,9 @@ func (f *fakeLog) Follow(ctx context.Context, r FollowRequest, fn func(client.Ba
 			f.mu.Unlock()
 		default:
 			var b client.Batch
-			if len(f.items) > 0 && cursor.Lost(after, f.items[0].Cursor) {
-				b.Gap = &client.Gap{After: after, Oldest: f.items[0].Cursor}
+			if len(f.items) > 0 {
+				oldest, newest := f.bounds()
+				b.Gap = client.GapAfter(after, oldest, newest, false)
 			}
 			for _, it := range f.items {
 				if (after == "" || later(it.Cursor, after)) && q.MatchJSON(it.Data) {

@@ -21,7 +21,10 @@ type listModel struct {
 	gen          int    // bumped when a new query takes over
 	started      bool   // the node has answered the first request
 	lower, upper string // range: events after lower (exclusive; "" the log's start) up to upper (inclusive)
-	streamLast   string // the newest event the stream delivered, this generation
+	// madeLower and madeUpper are the start and end made from a time (--since, a time as
+	// --from or --to): bounds, not positions in the log; a gap is never measured from one.
+	madeLower, madeUpper string
+	streamLast           string // the newest event the stream delivered, this generation
 
 	// Paging.
 	epoch                                    int // bumped when the window is replaced
@@ -259,6 +262,9 @@ func (l *listModel) placeFollowing(head Page) {
 	l.started = true
 	w := max(cursor.WidthOf(head.Newest), cursor.WidthOf(head.Oldest))
 	start := position(l.c.cfg.From, w, false)
+	if l.c.cfg.From.Cursor == "" {
+		l.madeLower = start
+	}
 	l.win.reset(start, l.c.cfg.FromStart, false)
 	if start == "" {
 		l.win.olderDone = true // an empty log: everything is yet to come
@@ -271,9 +277,15 @@ func (l *listModel) placeRange(head Page) tea.Cmd {
 	cfg := &l.c.cfg
 	w := max(cursor.WidthOf(head.Newest), cursor.WidthOf(head.Oldest))
 	l.lower = position(cfg.From, w, false)
+	if cfg.From.Cursor == "" {
+		l.madeLower = l.lower
+	}
 	l.upper = head.Newest
 	if !cfg.To.IsZero() {
 		l.upper = position(cfg.To, w, true)
+		if cfg.To.Cursor == "" {
+			l.madeUpper = l.upper
+		}
 	}
 	if l.upper == "" || (l.lower != "" && !later(l.upper, l.lower)) {
 		l.win.reset(l.lower, true, true) // an empty log or range
@@ -298,6 +310,15 @@ func position(p client.Position, width int, end bool) string {
 		return cursor.FromTime(p.Time.Add(time.Nanosecond), width).String()
 	}
 	return cursor.FromTime(p.Time, width).String()
+}
+
+// gapAfter is what a page read after `after` says of the log: a gap, or nil. Nothing is
+// measured from a bound made from a time, nor from the log's start.
+func (l *listModel) gapAfter(after string, p Page, empty bool) *client.Gap {
+	if after == "" || after == l.madeLower || after == l.madeUpper {
+		return nil
+	}
+	return client.GapAfter(after, p.Oldest, p.Newest, empty)
 }
 
 // pageFailed gives up on a page the node refused; it reports whether that leaves the list
@@ -347,9 +368,9 @@ func (l *listModel) onPage(p pageMsg) {
 		l.trim()
 	case loadNewer:
 		l.loadingNewer = false
-		var gap *client.Gap
-		if last := l.win.lastEvent(); last != "" && cursor.Lost(l.win.hi, p.page.Oldest) {
-			gap = &client.Gap{After: l.win.hi, Oldest: p.page.Oldest}
+		gap := l.gapAfter(l.win.hi, p.page, len(p.evs) == 0)
+		if gap != nil && gap.Kind == client.GapPastNewest {
+			l.win.hi = p.page.Newest // not a position in this log: go on from its newest
 		}
 		through := ""
 		if !p.page.More {
@@ -393,11 +414,15 @@ func (l *listModel) placeReset(p pageMsg) {
 	follow := l.c.cfg.Follow
 	if rs.forward {
 		l.win.reset(p.req.After, true, false)
+		gap := l.gapAfter(p.req.After, p.page, len(p.evs) == 0)
+		if gap != nil && gap.Kind == client.GapPastNewest {
+			l.win.hi = p.page.Newest
+		}
 		through := ""
 		if !p.page.More {
 			through = l.upper
 		}
-		l.win.appendNewer(p.evs, nil, through)
+		l.win.appendNewer(p.evs, gap, through)
 		l.win.newerDone = !p.page.More
 	} else {
 		l.win.reset("", !p.page.More, false)

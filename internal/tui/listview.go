@@ -177,7 +177,7 @@ func (l *listModel) rowLine(i int) string {
 		mark = "▶ "
 	}
 	if r.gap != nil {
-		text := l.c.cells.trunc(mark+"⚠ "+gapText(r.gap.After, r.gap.Oldest), width)
+		text := l.c.cells.trunc(mark+"⚠ "+clean(r.gap.Short()), width)
 		if sel {
 			return st.selected.Render(l.c.cells.pad(text, width))
 		}
@@ -253,13 +253,6 @@ func sourceText(cs *cells, s string, w int) string {
 func (c cells) shortID(id string) string {
 	head, _ := c.cut(id, idWidth)
 	return head
-}
-
-func gapText(after, oldest string) string {
-	if oldest == "" {
-		return "events lost after " + clean(after) + " (none after it is left)"
-	}
-	return "events lost between " + clean(after) + " and " + clean(oldest)
 }
 
 func dash(s string) string {

@@ -33,20 +33,21 @@ func TestWindow(t *testing.T) {
 	if before, through := w.olderBounds(); before != "" || through != fakeCursor(5) {
 		t.Errorf("an empty window pages back from before %q through %q; want through its hi", before, through)
 	}
-	// A gap before the first events would mark nothing.
-	if n := w.appendNewer(events(f, 4, 8), &client.Gap{After: "x"}, ""); n != 3 || rowsText(&w) != "6 7 8 " {
+	// A window opened after a cursor whose next events are gone says so first.
+	if n := w.appendNewer(events(f, 4, 8), &client.Gap{After: fakeCursor(5), Oldest: fakeCursor(6)}, ""); n != 4 || rowsText(&w) != "gap 6 7 8 " {
 		t.Errorf("appendNewer added %d: %s", n, rowsText(&w))
 	}
 	w.appendNewer(events(f, 9, 10), &client.Gap{After: fakeCursor(8), Oldest: fakeCursor(9)}, "")
-	if got := rowsText(&w); got != "6 7 8 gap 9 a " || w.hi != fakeCursor(10) {
+	if got := rowsText(&w); got != "gap 6 7 8 gap 9 a " || w.hi != fakeCursor(10) {
 		t.Errorf("rows %s, hi %s", got, w.hi)
 	}
-	if n := w.prependOlder(events(f, 1, 7)); n != 5 || w.firstEvent() != fakeCursor(1) {
-		t.Errorf("prependOlder added %d, first %s", n, w.firstEvent())
+	// Older events go above the first marker: it marks the events lost after 5.
+	if n := w.prependOlder(events(f, 1, 7)); n != 5 || w.firstEvent() != fakeCursor(1) || rowsText(&w) != "1 2 3 4 5 gap 6 7 8 gap 9 a " {
+		t.Errorf("prependOlder added %d, first %s: %s", n, w.firstEvent(), rowsText(&w))
 	}
 	w.olderDone = true
-	// Evicting up to the marker drops it too: it would stand first, marking nothing.
-	if k := w.evictTop(8); k != 9 || w.olderDone || rowsText(&w) != "9 a " {
+	// Evicting up to a marker drops it too: it would stand first, marking nothing.
+	if k := w.evictTop(9); k != 10 || w.olderDone || rowsText(&w) != "9 a " || w.gaps != 0 {
 		t.Errorf("evictTop dropped %d: %s", k, rowsText(&w))
 	}
 	w.newerDone = true

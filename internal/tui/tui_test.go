@@ -189,6 +189,32 @@ func TestGapMarker(t *testing.T) {
 	u.golden("gap-selected", u.waitFor("the gap selected", func(m *Model) bool { r, ok := m.list.selected(); return ok && r.gap != nil }))
 }
 
+// Opened after a cursor whose next events were pruned, the list says so on its first page,
+// as tail does: following (tail -i --after) and a range (replay -i --from). A start time
+// older than the log is no loss.
+func TestGapOnFirstPage(t *testing.T) {
+	f := newFakeLog()
+	f.add(20, "")
+	f.prune(10)
+	for _, follow := range []bool{true, false} {
+		cfg := testConfig(f, newClock())
+		cfg.Follow = follow
+		cfg.From = client.Position{Cursor: fakeCursor(3)}
+		u := startUI(t, cfg)
+		s := u.waitFor("a gap marker first", func(m *Model) bool {
+			return rowsText(&m.list.win) == "gap b c d e f 10 11 12 13 14 " && m.list.win.newerDone
+		})
+		if !strings.Contains(s, "7 events lost between "+fakeCursor(3)+" and "+fakeCursor(11)) {
+			t.Errorf("follow %v: the marker does not say what was lost:\n%s", follow, s)
+		}
+		cfg.From = client.Position{Time: fakeBase}
+		u = startUI(t, cfg)
+		u.waitFor("no gap marker from a time", func(m *Model) bool {
+			return rowsText(&m.list.win) == "b c d e f 10 11 12 13 14 " && m.list.win.newerDone
+		})
+	}
+}
+
 func TestFilterEdit(t *testing.T) {
 	f := newFakeLog()
 	f.add(20, "")

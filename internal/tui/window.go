@@ -70,11 +70,12 @@ func (w *window) olderBounds() (before, through string) {
 }
 
 // appendNewer adds events after hi (earlier ones are repeats and are dropped), behind a
-// gap marker when gap is set and the window holds events, and moves hi on to the later
-// of the last event and through. It returns the number of rows added.
+// gap marker when gap is set — also at the top of an empty window: one opened after a
+// cursor whose next events are gone says so first — and moves hi on to the later of the
+// last event and through. It returns the number of rows added.
 func (w *window) appendNewer(evs []*event, gap *client.Gap, through string) int {
 	n := len(w.rows)
-	if gap != nil && w.lastEvent() != "" {
+	if gap != nil {
 		w.rows = append(w.rows, row{gap: gap})
 		w.gaps++
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -62,7 +63,11 @@ func (c *Client) Range(ctx context.Context, opts RangeOptions, fn func([]Item) e
 		return err
 	}
 	if head.Newest == "" {
-		return nil // an empty log
+		// An empty log that never held an event: a From cursor is not of it.
+		if g := GapAfter(opts.From.Cursor, "", "", true); g != nil && opts.OnGap != nil {
+			return opts.OnGap(*g)
+		}
+		return nil
 	}
 	width := cursor.WidthOf(head.Newest)
 	after, err := resolve(opts.From, width, false)
@@ -115,7 +120,7 @@ type rangeWalk struct {
 	after, end string // the range: after is exclusive, end inclusive
 	deliver    func([]Item) error
 	gapFrom    string // the From cursor, when the range starts at one: a gap is reported from it
-	lastGap    string // the oldest and newest cursors of the last gap reported
+	lastGap    string // the kind, oldest and newest cursors of the last gap reported
 }
 
 // walk fetches the range's pages. before is exclusive: a bound in time just past end, so
@@ -146,8 +151,11 @@ func (w *rangeWalk) walk(ctx context.Context, before string) error {
 		return ch
 	}
 	pageSize := opts.PageSize
-	if opts.Limit > 0 {
-		pageSize = min(pageSize, opts.Limit) // --limit 10 needs no page of 1000
+	if opts.Limit > 0 && (opts.Reverse || w.c.Kind() != KindTendermint) {
+		// Pages delivered as they come: --limit 10 needs no page of 1000. A chronological
+		// range on a node that pages newest first only is gathered whole before the limit
+		// cuts it, so there the pages stay as large as the node gives them.
+		pageSize = min(pageSize, opts.Limit)
 	}
 	req := Request{Query: opts.Query, MaxItems: pageSize, After: w.after, Before: before, Ascending: !opts.Reverse, reuse: opts.ReuseMemory}
 	next := fetch(req)
@@ -251,16 +259,17 @@ func (w *rangeWalk) gap(from, oldest, newest string, empty bool) error {
 	if w.opts.OnGap == nil {
 		return nil
 	}
-	g := gapAfter(from, oldest, newest, empty)
+	g := GapAfter(from, oldest, newest, empty)
 	if g == nil {
 		return nil
 	}
-	key := g.Oldest + "/" + g.Newest
+	key := fmt.Sprint(g.Kind, "/", g.Oldest, "/", g.Newest)
 	if key == w.lastGap {
 		return nil // told already
 	}
 	w.lastGap = key
-	return w.opts.OnGap(Gap{After: strings.Clone(g.After), Oldest: strings.Clone(g.Oldest), Newest: strings.Clone(g.Newest)})
+	g.After, g.Oldest, g.Newest = strings.Clone(g.After), strings.Clone(g.Oldest), strings.Clone(g.Newest)
+	return w.opts.OnGap(*g)
 }
 
 // resolve turns a position into a cursor of the node's width. A time used as an end

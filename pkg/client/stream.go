@@ -63,12 +63,107 @@ func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetr
 	}
 }
 
-// Gap reports events lost to the node's retention: the client had examined the log up to
-// After, and the node's log now starts at Oldest, which is not the item right after it.
+// Gap reports that the node's log does not go on from where the client was: events lost to
+// the node's retention or damage, a log that started again, or a position that is not of the
+// log (see cursor.Check). The client had examined the log up to After.
 type Gap struct {
+	Kind   GapKind
 	After  string
-	Oldest string // the log's oldest item now; "" when retention has emptied the log
-	Newest string // when the log is empty: the newest item it ever held
+	Oldest string // the log's oldest item now; "" when it holds none
+	Newest string // the log's newest item now, or the newest it ever held when it holds none
+	// Lost is how many events were lost (GapLost), where the sequence numbers tell it:
+	// modulo 65536 on a Tendermint node; 0 when they do not.
+	Lost uint64
+}
+
+// GapKind is what a Gap reports.
+type GapKind int
+
+const (
+	// GapLost: events after After were dropped before the client saw them.
+	GapLost GapKind = iota
+	// GapRestarted: the node restarted and its log starts again, later than After and
+	// numbered from below it; every event it held after After is gone. A Tendermint node
+	// does this whenever it restarts (its log lives in memory).
+	GapRestarted
+	// GapPastNewest: After is past the log's newest event, or the log holds none and never
+	// did: it is not of this node's log, or the log went back.
+	GapPastNewest
+	// GapOutOfOrder: the log's cursors contradict After (events later than it numbered at
+	// or below it, or earlier ones above it; or cursors of another form): it is not of
+	// this node's log, or the log went back and numbers events again.
+	GapOutOfOrder
+)
+
+// NotOfLog reports whether After is not a position in the node's log as it is now: another
+// node's cursor, or one of a log that went back.
+func (g *Gap) NotOfLog() bool { return g.Kind == GapPastNewest || g.Kind == GapOutOfOrder }
+
+// String says what the gap is, in a sentence that names the cursors: what evtctl prints.
+func (g *Gap) String() string {
+	switch g.Kind {
+	case GapRestarted:
+		start := "starts again at " + g.Oldest
+		if g.Oldest == "" {
+			start = "holds no events yet"
+		}
+		return fmt.Sprintf("the node restarted; its log %s, and the events it held after cursor %s, if any, are gone (or that cursor is of another node's log)", start, g.After)
+	case GapPastNewest, GapOutOfOrder:
+		return fmt.Sprintf("cursor %s is not of this node's log, or the log went back: %s", g.After, g.notOfLogDetail())
+	}
+	lost := ""
+	switch {
+	case g.Lost == 1:
+		lost = " (1 event lost)"
+	case g.Lost > 1:
+		lost = fmt.Sprintf(" (%d events lost)", g.Lost)
+	}
+	if g.Oldest == "" {
+		return fmt.Sprintf("events were lost: the node no longer holds events after cursor %s, up to its newest, %s%s", g.After, g.Newest, lost)
+	}
+	return fmt.Sprintf("events were lost: the node no longer holds events after cursor %s; its log now starts at %s%s", g.After, g.Oldest, lost)
+}
+
+// notOfLogDetail says how the log contradicts the cursor.
+func (g *Gap) notOfLogDetail() string {
+	after, oldest, newest := mustParse(g.After), mustParse(g.Oldest), mustParse(g.Newest)
+	switch {
+	case newest.IsZero():
+		return "it holds no events"
+	case after.Width != newest.Width:
+		return fmt.Sprintf("its cursors have %d sequence digits, as its newest, %s", newest.Width, g.Newest)
+	case after.After(newest):
+		return fmt.Sprintf("its newest event, %s, comes before the cursor", g.Newest)
+	case !oldest.IsZero() && oldest.TS > after.TS && oldest.Seq <= after.Seq:
+		return fmt.Sprintf("its oldest event, %s, is later than the cursor but numbered below it", g.Oldest)
+	case newest.TS > after.TS && newest.Seq <= after.Seq:
+		return fmt.Sprintf("its newest event, %s, is later than the cursor but numbered below it", g.Newest)
+	}
+	return fmt.Sprintf("its oldest event, %s, is earlier than the cursor but numbered above it", g.Oldest)
+}
+
+// Short says what the gap is in a few words, for a line in a list.
+func (g *Gap) Short() string {
+	switch g.Kind {
+	case GapRestarted:
+		if g.Oldest == "" {
+			return "the node restarted: its log holds no events yet"
+		}
+		return "the node restarted: its log starts again at " + g.Oldest
+	case GapPastNewest, GapOutOfOrder:
+		return "cursor " + g.After + " is not of this node's log, or the log went back"
+	}
+	n := "events"
+	switch {
+	case g.Lost == 1:
+		n = "1 event"
+	case g.Lost > 1:
+		n = fmt.Sprintf("%d events", g.Lost)
+	}
+	if g.Oldest == "" {
+		return n + " lost after " + g.After + " (none after it is left)"
+	}
+	return n + " lost between " + g.After + " and " + g.Oldest
 }
 
 // Batch is what Stream delivers at a time.
@@ -119,7 +214,7 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 	if opts.Wait <= 0 {
 		opts.Wait = 25 * time.Second
 	}
-	st := &streamer{c: c, opts: opts, fn: fn, last: opts.After}
+	st := &streamer{c: c, opts: opts, fn: fn, last: opts.After, quick: opts.After != ""}
 	if opts.After == "" && !opts.FromStart || opts.Query != "" && c.Kind() == KindUnknown {
 		head, err := c.probe(ctx, opts.Backoff, opts.OnRetry)
 		if err != nil {
@@ -166,6 +261,18 @@ type streamer struct {
 	// madeUp: last is a time bound (--since), not an item of the log; nothing can be said
 	// about events lost before it.
 	madeUp bool
+	// quick: the next round does not wait (see wait).
+	quick bool
+}
+
+// wait is the long-poll wait of a round. The first round of a stream that resumes from a
+// cursor does not wait for new events: what the node says of its log is checked against
+// the cursor at once, and that cursor may not be of this log at all.
+func (st *streamer) wait() time.Duration {
+	if st.quick {
+		return time.Millisecond
+	}
+	return st.opts.Wait
 }
 
 // roundAscending asks an evtctl node for the oldest matching events after the resume
@@ -173,7 +280,7 @@ type streamer struct {
 // ascending extension; when it has not, the round is handed to roundDescending.
 func (st *streamer) roundAscending(ctx context.Context) error {
 	o := st.opts
-	r, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Wait: o.Wait, Ascending: true, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
+	r, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Wait: st.wait(), Ascending: true, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
 	if err != nil {
 		return err
 	}
@@ -192,7 +299,8 @@ func (st *streamer) roundAscending(ctx context.Context) error {
 	switch {
 	case len(b.Items) > 0:
 		b.Cursor = b.Items[len(b.Items)-1].Cursor
-	case b.Gap != nil && r.Oldest != "":
+	case b.Gap != nil && r.Oldest != "" && (b.Gap.Kind == GapLost || b.Gap.Kind == GapRestarted):
+		// The log goes on at its oldest event, after the resume cursor.
 		b.Cursor = cursor.ResumeBefore(mustParse(r.Oldest)).String()
 	default:
 		b.Cursor = st.last
@@ -221,9 +329,9 @@ func (st *streamer) roundDescending(ctx context.Context) error {
 	o := st.opts
 	if o.Query == "" {
 		// Unfiltered, the long-poll's reply is the first page itself.
-		return st.collect(ctx, nil, Request{MaxItems: o.PageSize, After: st.last, Wait: o.Wait, reuse: o.ReuseMemory}, "")
+		return st.collect(ctx, nil, Request{MaxItems: o.PageSize, After: st.last, Wait: st.wait(), reuse: o.ReuseMemory}, "")
 	}
-	w, err := st.c.eventsRetry(ctx, Request{MaxItems: 1, After: st.last, Wait: o.Wait}, o.Backoff, o.OnRetry)
+	w, err := st.c.eventsRetry(ctx, Request{MaxItems: 1, After: st.last, Wait: st.wait()}, o.Backoff, o.OnRetry)
 	if err != nil {
 		return err
 	}
@@ -298,40 +406,58 @@ func (st *streamer) gap(oldest, newest string, empty bool) *Gap {
 	if st.madeUp {
 		return nil
 	}
-	return gapAfter(st.last, oldest, newest, empty)
+	return GapAfter(st.last, oldest, newest, empty)
 }
 
-// gapAfter is the events a reader whose last item is last lost, by what a reply says of the
-// log: its oldest item, its newest, and whether it returned nothing (empty). Events were lost
-// when the oldest item comes after last without following it (cursor.Lost); and when the
-// node holds nothing readable after last (no oldest item, nothing returned) although its
-// newest item is past it — retention emptied the log, or the newest events were lost to
-// damage.
-func gapAfter(last, oldest, newest string, empty bool) *Gap {
-	if cursor.Lost(last, oldest) {
-		return &Gap{After: last, Oldest: oldest}
+// GapAfter is the gap a reader whose last examined item is last finds, by what a reply
+// says of the log: its oldest item, its newest, and whether it returned nothing after last
+// (none); nil when the log goes on from last. See cursor.Check for the rules.
+func GapAfter(last, oldest, newest string, none bool) *Gap {
+	b, lost := cursor.Check(last, oldest, newest, none)
+	g := &Gap{After: last, Oldest: oldest, Newest: newest, Lost: lost}
+	switch b {
+	case cursor.BreakLost:
+		g.Kind = GapLost
+		if oldest != "" {
+			g.Newest = "" // said by the oldest item
+		}
+	case cursor.BreakRestart:
+		g.Kind = GapRestarted
+	case cursor.BreakPastNewest:
+		g.Kind = GapPastNewest
+	case cursor.BreakOutOfOrder:
+		g.Kind = GapOutOfOrder
+	default:
+		return nil
 	}
-	if oldest == "" && empty && last != "" && cursor.CompareText(newest, last) > 0 {
-		return &Gap{After: last, Newest: newest}
-	}
-	return nil
+	return g
 }
 
 // deliver hands a batch to fn and moves the resume cursor; r, when set, is released after.
 func (st *streamer) deliver(b Batch, r *Reply) error {
-	if b.Gap != nil && b.Gap.Oldest == "" && len(b.Items) == 0 {
-		b.Cursor = cursor.Later(b.Cursor, b.Gap.Newest) // all of it is gone
+	if g := b.Gap; g != nil && len(b.Items) == 0 {
+		switch {
+		case g.Kind == GapPastNewest:
+			// Not a position in this log: go on from its newest event (from its start when
+			// it holds none), so that what it takes next is read.
+			b.Cursor = g.Newest
+		case g.Oldest == "":
+			b.Cursor = g.Newest // all of it is gone
+		}
 	}
 	// The resume cursor and the gap outlive the replies, whose memory may be reused.
 	b.Cursor = strings.Clone(b.Cursor)
 	if b.Gap != nil {
-		b.Gap = &Gap{After: strings.Clone(b.Gap.After), Oldest: strings.Clone(b.Gap.Oldest), Newest: strings.Clone(b.Gap.Newest)}
+		g := *b.Gap
+		g.After, g.Oldest, g.Newest = strings.Clone(g.After), strings.Clone(g.Oldest), strings.Clone(g.Newest)
+		b.Gap = &g
 	}
 	err := st.fn(b)
 	r.release()
 	if err != nil {
 		return err
 	}
+	st.quick = false
 	if b.Cursor != st.last {
 		st.last, st.madeUp = b.Cursor, false
 	}

@@ -340,7 +340,7 @@ func TestStreamGap(t *testing.T) {
 		s.waitItems(t, len(want))
 
 		gs := s.Gaps()
-		if len(gs) != 1 || gs[0] != (Gap{After: a[19], Oldest: oldest}) {
+		if len(gs) != 1 || gs[0] != (Gap{After: a[19], Oldest: oldest, Lost: uint64(idx)}) {
 			t.Fatalf("gaps %+v, want one from %s to %s", gs, a[19], oldest)
 		}
 		for _, bt := range s.Batches() {
@@ -442,7 +442,7 @@ func TestStreamTendermintPrunedWhilePaging(t *testing.T) {
 	s.stop(t)
 	sameCursors(t, "delivered", cursorsOf(s.Items()), want)
 	gs := s.Gaps()
-	if len(gs) != 1 || gs[0] != (Gap{After: a[4], Oldest: b[20]}) {
+	if len(gs) != 1 || gs[0] != (Gap{After: a[4], Oldest: b[20], Lost: 20}) {
 		t.Fatalf("gaps %+v, want one from %s to %s", gs, a[4], b[20])
 	}
 }
@@ -523,9 +523,9 @@ func TestStreamReconnect(t *testing.T) {
 		s.waitItems(t, len(want))
 		s.stop(t)
 		sameCursors(t, "delivered", cursorsOf(s.Items()), want)
-		// Nothing replayed, and the reset is reported: what the old log held after the
+		// Nothing replayed, and the restart is reported: what the old log held after the
 		// last delivered event is gone.
-		if gs := s.Gaps(); len(gs) != 1 || gs[0] != (Gap{After: a[49], Oldest: c[0]}) {
+		if gs := s.Gaps(); len(gs) != 1 || gs[0].Kind != GapRestarted || gs[0].After != a[49] || gs[0].Oldest != c[0] {
 			t.Fatalf("gaps %+v, want one from %s to %s", gs, a[49], c[0])
 		}
 	})
@@ -640,7 +640,8 @@ func TestStreamTendermintFilteredGapOnce(t *testing.T) {
 	s.waitItems(t, 4)
 	s.stop(t)
 	sameCursors(t, "delivered", cursorsOf(s.Items()), append(tx, last...))
-	if gs := s.Gaps(); len(gs) != 1 || gs[0] != (Gap{After: tx[2], Oldest: oldest}) {
+	// 23 events, cut to the newest 7: the 13 between the third and the 17th are lost.
+	if gs := s.Gaps(); len(gs) != 1 || gs[0] != (Gap{After: tx[2], Oldest: oldest, Lost: 13}) {
 		t.Fatalf("gaps %+v, want one from %s to %s", gs, tx[2], oldest)
 	}
 	for _, b := range s.Batches() {
@@ -648,4 +649,32 @@ func TestStreamTendermintFilteredGapOnce(t *testing.T) {
 			t.Fatalf("the gap's batch: %+v", b)
 		}
 	}
+}
+
+// A cursor past the node's newest event (another node's, or of a log that went back) is
+// told at once — the first request does not wait, whatever Wait says — and the stream goes
+// on from the node's newest event: the events it takes next, numbered and stamped before
+// the cursor, are delivered, and the gap is told once.
+func TestStreamCursorPastNewest(t *testing.T) {
+	forEachNode(t, func(t *testing.T, k nodeKind) {
+		n := k.new(t, nodeOpts{})
+		a := n.Append(t, events(3, "Tx")...)
+		last := cursor.MustParse(a[2])
+		past := cursor.New(last.TS+int64(time.Hour), last.Seq+100, last.Width).String()
+		s := startStream(t, newTestClient(t, n.URL()), StreamOptions{After: past, Wait: time.Hour}, nil)
+		waitFor(t, func() bool { return len(s.Gaps()) == 1 }, func() string { return "no gap" })
+		if g := s.Gaps()[0]; g.Kind != GapPastNewest || g.After != past || g.Newest != a[2] || !g.NotOfLog() {
+			t.Fatalf("gap %+v, want the cursor past the newest %s", g, a[2])
+		}
+		if w := string(n.Rec().Calls()[0].Params.WaitTime); w == "" || len(w) > len("1000000000") {
+			t.Fatalf("the first request waits %s", w)
+		}
+		b := n.Append(t, events(2, "Tx")...)
+		s.waitItems(t, 2)
+		s.stop(t)
+		sameCursors(t, "delivered", cursorsOf(s.Items()), b)
+		if len(s.Gaps()) != 1 {
+			t.Fatalf("gaps %+v", s.Gaps())
+		}
+	})
 }

@@ -81,6 +81,99 @@ func Lost(last, oldest string) bool {
 	return lc.Before(oc) && !oc.Follows(lc)
 }
 
+// Break is how a log fails to go on from a reader's position (see Check).
+type Break int
+
+const (
+	// BreakNone: the log goes on from the position; nothing was lost.
+	BreakNone Break = iota
+	// BreakLost: items after the position were dropped (retention, damage) before the
+	// reader saw them.
+	BreakLost
+	// BreakRestart: the log starts again, later than the position and numbered from at or
+	// below it. A log of Tendermint's 4-digit cursors lives in its node's memory and does
+	// this whenever the node restarts; every item it held after the position is gone.
+	BreakRestart
+	// BreakPastNewest: the position is past the log's newest item (or the log holds none
+	// and never did). It is not of this log, or the log went back: it lost its newest items
+	// and the record of how far it had numbered them.
+	BreakPastNewest
+	// BreakOutOfOrder: the log's cursors contradict the position — items later than it
+	// numbered at or below it, items earlier numbered above it, or cursors of another form.
+	// It is not of this log, or the log went back and numbers new items again.
+	BreakOutOfOrder
+)
+
+// Check says whether a log goes on from last, the newest item a reader examined, by what a
+// reply says of the log: its oldest and newest items, and whether it returned nothing after
+// last (none). lost is the number of items lost where the sequence numbers tell it
+// (BreakLost only; modulo 65536 for Tendermint's 4-digit sequence), else 0.
+//
+// Within one log, later items have higher sequence numbers. An evtctl node never numbers an
+// item again (its high-water mark outlives the items), so a log of 16-digit cursors whose
+// numbers contradict the position is another log, or one that went back. A Tendermint node
+// numbers from 0001 again when it restarts, so a log of 4-digit cursors that starts later
+// than the position but numbered at or below it is taken for a restart (a loss that spans
+// the counter's wrap, from ffff to 0000, looks the same). Nothing can be said when last is
+// empty, and only the order of Lost when the cursors do not parse.
+func Check(last, oldest, newest string, none bool) (b Break, lost uint64) {
+	if last == "" {
+		return BreakNone, 0
+	}
+	lc, err1 := Parse(last)
+	oc, err2 := Parse(oldest)
+	nc, err3 := Parse(newest)
+	if err1 != nil || err2 != nil || err3 != nil {
+		if Lost(last, oldest) || oldest == "" && none && CompareText(newest, last) > 0 {
+			return BreakLost, 0
+		}
+		return BreakNone, 0
+	}
+	w := lc.Width
+	if nc.IsZero() {
+		// An empty log that never held an item: the reader's position is not of it.
+		if w == TendermintWidth {
+			return BreakRestart, 0
+		}
+		return BreakPastNewest, 0
+	}
+	switch {
+	case nc.Width != w || !oc.IsZero() && oc.Width != w:
+		return BreakOutOfOrder, 0
+	case lc.After(nc):
+		return BreakPastNewest, 0
+	case lc == nc:
+		return BreakNone, 0
+	}
+	// lc is before the newest item. Is the log's first item after lc (oldest, or the newest
+	// when the log is empty now) later and numbered at or below it: a new log?
+	first := oc
+	if first.IsZero() {
+		first = nc
+	}
+	if first.TS > lc.TS && first.Seq <= lc.Seq && !first.Follows(lc) {
+		if w == TendermintWidth {
+			return BreakRestart, 0
+		}
+		return BreakOutOfOrder, 0
+	}
+	if w != TendermintWidth && (nc.TS > lc.TS && nc.Seq <= lc.Seq || !oc.IsZero() && oc.TS < lc.TS && oc.Seq > lc.Seq) {
+		// A 16-digit sequence never wraps and never goes back: items later than the
+		// position numbered at or below it, or earlier ones numbered above it.
+		return BreakOutOfOrder, 0
+	}
+	switch {
+	case oc.IsZero():
+		if none {
+			// Retention emptied the log: everything after lc up to its newest is gone.
+			return BreakLost, (nc.Seq - lc.Seq) & maxSeq(w)
+		}
+	case lc.Before(oc) && !oc.Follows(lc):
+		return BreakLost, (oc.Seq - lc.Seq - 1) & maxSeq(w)
+	}
+	return BreakNone, 0
+}
+
 // ResumeBefore is the cursor to resume after so that the next item read is c and nothing
 // is reported lost between: an earlier timestamp, so that a node comparing by time alone
 // returns c, and the sequence number just before c's, so that c follows it.

@@ -54,6 +54,54 @@ func TestLost(t *testing.T) {
 	}
 }
 
+func TestCheck(t *testing.T) {
+	later := t0 + 10_000_000_000
+	for _, tc := range []struct {
+		name                 string
+		last, oldest, newest string
+		none                 bool
+		want                 Break
+		lost                 uint64
+	}{
+		{"no position", "", evc(t0, 5), evc(t0, 9), true, BreakNone, 0},
+		{"in the log w16", evc(t0, 5), evc(t0-9, 1), evc(t0+9, 9), false, BreakNone, 0},
+		{"at the newest w16", evc(t0, 9), evc(t0-9, 1), evc(t0, 9), true, BreakNone, 0},
+		{"oldest is next w16", evc(t0, 5), evc(t0+1, 6), evc(t0+9, 9), false, BreakNone, 0},
+		{"three lost w16", evc(t0, 5), evc(t0+1, 9), evc(t0+9, 12), false, BreakLost, 3},
+		{"three lost w4", tmc(t0, 5), tmc(t0+1, 9), tmc(t0+9, 12), false, BreakLost, 3},
+		{"lost across the wrap w4 is taken for a restart", tmc(t0, 0xfffe), tmc(t0+1, 2), tmc(t0+9, 12), false, BreakRestart, 0},
+		{"next across the wrap w4", tmc(t0, 0xffff), tmc(t0+1, 0), tmc(t0+9, 12), false, BreakNone, 0},
+		{"emptied log w16", evc(t0, 5), "", evc(t0+9, 9), true, BreakLost, 4},
+		{"emptied log, items came w16", evc(t0, 5), "", evc(t0+9, 9), false, BreakNone, 0},
+		{"emptied log w4", tmc(t0, 5), "", tmc(t0+9, 9), true, BreakLost, 4},
+		{"a restart w4", tmc(t0, 0x2a), tmc(later, 1), tmc(later+9, 0x30), false, BreakRestart, 0},
+		{"a restart, the new log empty w4", tmc(t0, 0x2a), "", "", true, BreakRestart, 0},
+		{"a restart, the new log emptied w4", tmc(t0, 0x2a), "", tmc(later, 3), true, BreakRestart, 0},
+		{"a restart, the first item at the same number w4", tmc(t0, 1), tmc(later, 1), tmc(later, 5), false, BreakRestart, 0},
+		// A cursor of another evtctl node, or of this one before its log went back.
+		{"older, numbered above the log w16", evc(t0, 5000), evc(later, 1), evc(later+9, 300), false, BreakOutOfOrder, 0},
+		{"past the newest w16", evc(later, 20), evc(t0, 1), evc(t0+9, 3), false, BreakPastNewest, 0},
+		{"past the newest, same time w16", evc(t0, 20), evc(t0-9, 1), evc(t0, 3), false, BreakPastNewest, 0},
+		{"past the newest w4", tmc(later, 20), tmc(t0, 1), tmc(t0+9, 3), false, BreakPastNewest, 0},
+		{"an empty log that never held an item w16", evc(t0, 5), "", "", true, BreakPastNewest, 0},
+		{"renumbered after the log went back w16", evc(t0, 1500), evc(t0-9, 1), evc(later, 1205), false, BreakOutOfOrder, 0},
+		{"the same number, another item w16", evc(t0, 1500), evc(t0-9, 1), evc(later, 1500), false, BreakOutOfOrder, 0},
+		{"inside the log's time, numbered below its oldest w16", evc(t0, 3), evc(t0-9, 100), evc(later, 200), false, BreakOutOfOrder, 0},
+		{"widths differ", tmc(t0, 5), evc(t0-9, 1), evc(t0+9, 9), false, BreakOutOfOrder, 0},
+		{"a time bound is no position: its numbers contradict the log w16", evc(t0-1, ^uint64(0)), evc(t0+5, 1), evc(t0+9, 2), false, BreakOutOfOrder, 0},
+		{"resuming before the oldest w16", ResumeBefore(MustParse(evc(t0, 7))).String(), evc(t0, 7), evc(t0+9, 9), false, BreakNone, 0},
+		{"unparsable, older", "abc", "abd", "abz", false, BreakLost, 0},
+		{"unparsable, newer", "abd", "abc", "abz", false, BreakNone, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, lost := Check(tc.last, tc.oldest, tc.newest, tc.none)
+			if b != tc.want || lost != tc.lost {
+				t.Fatalf("Check(%q, %q, %q, %v) = %v, %d; want %v, %d", tc.last, tc.oldest, tc.newest, tc.none, b, lost, tc.want, tc.lost)
+			}
+		})
+	}
+}
+
 func TestResumeBefore(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{tmc(t0, 7), tmc(t0-1, 6)},
