@@ -12,7 +12,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/internal/cevent"
-	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
@@ -171,7 +170,7 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 		body = b
 	case hasData && !isNull(data):
-		body = memberText(event, data)
+		body = cevent.DataText(event, data)
 		// A JSON string under a non-JSON content type is the data's text.
 		if hasCT && !cevent.IsJSONMediaType(ct) && data[0] == '"' {
 			var s string
@@ -182,31 +181,6 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 	}
 	return binaryRequest{header: h, body: body}, nil
-}
-
-// memberText returns the text of the top-level data member of the JSON
-// object event, whose value is data: the bytes between the colon and the
-// next ',' or '}', whitespace included. If they cannot be found, it returns
-// data.
-func memberText(event []byte, data json.RawMessage) []byte {
-	if !bytes.ContainsAny(event, " \t\r\n") {
-		return data // compact: no whitespace to keep
-	}
-	r := gjson.GetBytes(event, "data")
-	start, end := r.Index, r.Index+len(r.Raw)
-	if r.Index <= 0 || end > len(event) || !bytes.Equal(event[start:end], bytes.TrimSpace(data)) {
-		return data
-	}
-	for start > 0 && jsonspace.Is(event[start-1]) {
-		start--
-	}
-	for end < len(event) && jsonspace.Is(event[end]) {
-		end++
-	}
-	if start == 0 || event[start-1] != ':' || end == len(event) || event[end] != ',' && event[end] != '}' {
-		return data
-	}
-	return event[start:end]
 }
 
 // attrString returns the header form of an attribute's JSON value: a
@@ -235,12 +209,17 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent
-// in JSON format) in Binary or Structured mode, exactly as Send would make them; enc
-// applies to Binary mode.
+// in JSON format) to any receiver in Binary or Structured mode, exactly as Send would make
+// them; enc applies to Binary mode. See Options.Node for the form of Structured mode.
 func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, error) {
+	return encode(mode, enc, event, false)
+}
+
+// encode is Encode to an evtctl node (node) or to any receiver.
+func encode(mode Mode, enc HeaderEncoding, event []byte, node bool) (http.Header, []byte, error) {
 	switch mode {
 	case Structured:
-		return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
+		return structured(event, node)
 	case Binary:
 		br, err := toBinary(event, enc)
 		if err != nil {
@@ -249,4 +228,33 @@ func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, e
 		return br.header, br.body, nil
 	}
 	return nil, nil, fmt.Errorf("mode %s does not carry one event per request", mode)
+}
+
+// structured returns the Structured-mode request of event: as it is to an evtctl node, else
+// in the form cevent.ForSDK gives.
+func structured(event []byte, node bool) (http.Header, []byte, error) {
+	if !node {
+		event, _ = cevent.ForSDK(event)
+	}
+	return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
+}
+
+// batchForSDK returns body, a JSON array of events in JSON format, with each event in the form
+// cevent.ForSDK gives; body itself when none changes.
+func batchForSDK(body []byte) []byte {
+	var out []byte
+	last := 0 // body[:last] is in out, or unchanged so far
+	gjson.ParseBytes(body).ForEach(func(_, v gjson.Result) bool {
+		ev, changed := cevent.ForSDK([]byte(v.Raw))
+		if changed {
+			out = append(out, body[last:v.Index]...)
+			out = append(out, ev...)
+			last = v.Index + len(v.Raw)
+		}
+		return true
+	})
+	if out == nil {
+		return body
+	}
+	return append(out, body[last:]...)
 }
