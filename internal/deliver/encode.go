@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -100,6 +101,10 @@ func (e HeaderEncoding) headerValue(s string) (string, error) {
 	return s, nil
 }
 
+// errFormatContentType is toBinary's answer for an event whose datacontenttype is a
+// CloudEvents format, which receivers would take for the request's mode (see encode).
+var errFormatContentType = errors.New("the datacontenttype is a CloudEvents format")
+
 // binaryRequest is an event split into binary-mode headers and body.
 type binaryRequest struct {
 	header http.Header
@@ -132,6 +137,9 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 		hasCT = true
 		h["Content-Type"] = []string{ct}
+		if cevent.RequestMode(h, nil) != cevent.ModeBinary {
+			return binaryRequest{}, errFormatContentType
+		}
 	}
 	for name, raw := range members {
 		switch name {
@@ -210,18 +218,27 @@ func isNull(raw json.RawMessage) bool {
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent
 // in JSON format) to any receiver in Binary or Structured mode, exactly as Send would make
-// them; enc applies to Binary mode. See Options.Node for the form of Structured mode.
+// them; enc applies to Binary mode. See Options.Node for the form of Structured mode, and
+// encode for the events that Binary mode cannot carry.
 func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, error) {
 	return encode(mode, enc, event, false)
 }
 
 // encode is Encode to an evtctl node (node) or to any receiver.
+//
+// An event whose datacontenttype is a CloudEvents format (application/cloudevents+json, say)
+// goes in Structured mode whatever mode is asked: in Binary mode its Content-Type would make
+// every receiver read the body, the event's data, as a CloudEvent or a batch of them. This is
+// the one place that decides, for emit and forward alike.
 func encode(mode Mode, enc HeaderEncoding, event []byte, node bool) (http.Header, []byte, error) {
 	switch mode {
 	case Structured:
 		return structured(event, node)
 	case Binary:
 		br, err := toBinary(event, enc)
+		if errors.Is(err, errFormatContentType) {
+			return structured(event, node)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

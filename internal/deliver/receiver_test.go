@@ -460,3 +460,41 @@ func TestStructuredJSONTypesReadBySDK(t *testing.T) {
 		t.Errorf("batch to a node: %s", reqs[5].body)
 	}
 }
+
+// An event whose datacontenttype is a CloudEvents format goes structured when binary mode is
+// asked: as a Content-Type it would make every receiver read the data as a CloudEvent (or a
+// batch). sdk-go and the node's decoder read the event with its data.
+func TestBinaryOfFormatTypeGoesStructured(t *testing.T) {
+	const inner = `{"specversion":"1.0","id":"inner","source":"/in","type":"t.in"}`
+	for _, ct := range []string{"application/cloudevents+json", "Application/CloudEvents+JSON; charset=utf-8", "application/cloudevents-batch+json", "application/cloudevents+xml"} {
+		data := inner
+		if strings.HasSuffix(ct, "xml") {
+			data = `"<e/>"`
+		}
+		ev := fmt.Sprintf(`{"specversion":"1.0","id":"outer","source":"/s","type":"t","subject":"Grüße","datacontenttype":%q,"data":%s}`, ct, data)
+		for _, enc := range []HeaderEncoding{HeaderPercent, HeaderRaw} {
+			h, body, err := Encode(Binary, enc, []byte(ev))
+			if err != nil {
+				t.Fatalf("%s, %s: %v", ct, enc, err)
+			}
+			if h.Get("Content-Type") != ContentTypeStructured || h.Get("Ce-Id") != "" {
+				t.Errorf("%s, %s: headers %v", ct, enc, h)
+			}
+			e, err := cehttp.NewEventFromHTTPRequest(received{h, body}.request())
+			if err != nil {
+				t.Fatalf("%s: sdk-go cannot read %s: %v", ct, body, err)
+			}
+			want := data
+			if strings.HasSuffix(ct, "xml") {
+				want = "<e/>"
+			}
+			if e.ID() != "outer" || e.Subject() != "Grüße" || string(e.Data()) != want {
+				t.Errorf("%s: sdk-go reads %s as %s %q %q", ct, body, e.ID(), e.Subject(), e.Data())
+			}
+			got, err := cevent.DecodeRequest(h, body, cevent.Limits{})
+			if err != nil || len(got) != 1 || got[0].ID != "outer" {
+				t.Fatalf("%s: the node's decoder reads %s as %v (%v)", ct, body, got, err)
+			}
+		}
+	}
+}
