@@ -46,6 +46,11 @@ func ForSDK(event []byte) ([]byte, bool) {
 	if !mayNeedSDKForm(event) {
 		return event, false
 	}
+	return forSDK(event)
+}
+
+// forSDK is ForSDK without its quick test.
+func forSDK(event []byte) ([]byte, bool) {
 	// Read only, never kept: the results point into event.
 	root := gjson.Parse(unsafe.String(unsafe.SliceData(event), len(event)))
 	if !root.IsObject() {
@@ -101,36 +106,42 @@ func ForSDK(event []byte) ([]byte, bool) {
 	return append(out, '}'), true
 }
 
-// mayNeedSDKForm is ForSDK's quick test: false when no member named datacontenttype, at any
-// depth, has a string value that ForSDK would act on (or an escape, which the test does not
-// undo). It finds the names by their 'y', a byte JSON events hold few of, which IndexByte
-// finds many bytes at a time.
+// mayNeedSDKForm is ForSDK's quick test: false when no JSON string in event, at any depth,
+// is a media type ForSDK acts on, so that the datacontenttype cannot be one. Such a type
+// holds "json" in some case; the test finds the j's, bytes that JSON events hold few of, with
+// IndexByte, many bytes at a time, and looks at the string around each. It leaves to forSDK
+// what it cannot tell at a glance: a string with an escape, and any event with a \u escape,
+// which could spell a name or a type (a node stores them unescaped, but a line of emit
+// --file goes as it is).
 func mayNeedSDKForm(b []byte) bool {
-	const key, y = `"datacontenttype"`, 13 // the index of the 'y' in key
+	if bytes.Contains(b, []byte(`\u`)) {
+		return true
+	}
+	return mayHoldJSONType(b, 'j') || mayHoldJSONType(b, 'J')
+}
+
+// mayHoldJSONType looks at the strings around each j (or J) of b, as mayNeedSDKForm says.
+func mayHoldJSONType(b []byte, j byte) bool {
 	for i := 0; ; {
-		j := bytes.IndexByte(b[i:], 'y')
-		if j < 0 {
+		k := bytes.IndexByte(b[i:], j)
+		if k < 0 {
 			return false
 		}
-		at := i + j - y
-		i += j + 1
-		if at < 0 || at+len(key) > len(b) || string(b[at:at+len(key)]) != key {
+		at := i + k
+		i = at + 1
+		if at+4 > len(b) || !equalFold(string(b[at:at+4]), "json") {
 			continue
 		}
-		k := jsonspace.Skip(b, at+len(key))
-		if k >= len(b) || b[k] != ':' {
-			continue
+		open := bytes.LastIndexByte(b[:at], '"')
+		end := bytes.IndexByte(b[at:], '"')
+		if open < 0 || end < 0 {
+			return true // not JSON: forSDK decides
 		}
-		k = jsonspace.Skip(b, k+1)
-		if k >= len(b) || b[k] != '"' {
-			continue
+		s := b[open+1 : at+end]
+		if open > 0 && b[open-1] == '\\' || bytes.IndexByte(s, '\\') >= 0 {
+			return true
 		}
-		end := bytes.IndexByte(b[k+1:], '"')
-		if end < 0 {
-			return false
-		}
-		ct := b[k+1 : k+1+end]
-		if bytes.IndexByte(ct, '\\') >= 0 || !sdkReadsJSONData(string(ct)) && IsJSONMediaType(string(ct)) {
+		if !sdkReadsJSONData(string(s)) && IsJSONMediaType(string(s)) {
 			return true
 		}
 	}
