@@ -49,6 +49,30 @@ func ForSDK(event []byte) ([]byte, bool) {
 	return forSDK(event)
 }
 
+// ForSDKBatch returns body, a JSON array of events in JSON format, with each event in the
+// form ForSDK gives: body itself when none changes.
+func ForSDKBatch(body []byte) []byte {
+	if !mayNeedSDKForm(body) {
+		return body
+	}
+	var out []byte
+	last := 0 // body[:last] is in out, or unchanged so far
+	// Read only, never kept: the results point into body.
+	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(_, v gjson.Result) bool {
+		ev, changed := forSDK(body[v.Index : v.Index+len(v.Raw)])
+		if changed {
+			out = append(out, body[last:v.Index]...)
+			out = append(out, ev...)
+			last = v.Index + len(v.Raw)
+		}
+		return true
+	})
+	if out == nil {
+		return body
+	}
+	return append(out, body[last:]...)
+}
+
 // forSDK is ForSDK without its quick test.
 func forSDK(event []byte) ([]byte, bool) {
 	// Read only, never kept: the results point into event.

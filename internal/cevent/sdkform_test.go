@@ -174,3 +174,21 @@ func compactIfJSON(b []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// ForSDKBatch gives each event of a batch the form ForSDK gives it, and keeps the rest of the
+// array as it is.
+func TestForSDKBatch(t *testing.T) {
+	const api = `{"specversion":"1.0","id":"1","source":"/s","type":"t","datacontenttype":"application/vnd.api+json","data":{"a":1}}`
+	const plain = `{"specversion":"1.0","id":"2","source":"/s","type":"t","data":{"datacontenttype":"application/vnd.api+json"}}`
+	conv, _ := ForSDK([]byte(api))
+	in := "[ " + api + ",\n" + plain + " , " + api + "]"
+	want := "[ " + string(conv) + ",\n" + plain + " , " + string(conv) + "]"
+	if got := ForSDKBatch([]byte(in)); string(got) != want {
+		t.Errorf("ForSDKBatch:\n got %s\nwant %s", got, want)
+	}
+	for _, in := range []string{"[" + plain + "]", "[]", "", "[1,"} {
+		if got := ForSDKBatch([]byte(in)); string(got) != in {
+			t.Errorf("ForSDKBatch(%s) = %s", in, got)
+		}
+	}
+}

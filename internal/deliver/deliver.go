@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/cevent"
 )
 
 // Mode is the HTTP content mode of the CloudEvents HTTP binding.
@@ -170,12 +172,12 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 }
 
 // SendBatch delivers a batch that is already encoded: body is a JSON array of n events in
-// JSON format, sent as one request whatever the Sender's mode (in the form Options.Node says). It returns n Results, or
-// none and an error, as Send does in Batch mode.
+// JSON format, sent as one request whatever the Sender's mode, in the form Options.Node
+// says. It returns n Results, or none and an error, as Send does in Batch mode.
 func (s *Sender) SendBatch(ctx context.Context, body []byte, n int) ([]Result, error) {
 	h := http.Header{"Content-Type": {ContentTypeBatch}}
 	if !s.opts.Node {
-		body = batchForSDK(body)
+		body = cevent.ForSDKBatch(body)
 	}
 	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
 	if err != nil {
@@ -195,7 +197,7 @@ const OrderHeader = "Evtctl-Order"
 func (s *Sender) SendOrderedBatch(ctx context.Context, body []byte, n int, token string, seq uint64) (res []Result, ordered bool, err error) {
 	h := http.Header{"Content-Type": {ContentTypeBatch}, OrderHeader: {token + " " + strconv.FormatUint(seq, 10)}}
 	if !s.opts.Node {
-		body = batchForSDK(body)
+		body = cevent.ForSDKBatch(body)
 	}
 	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/evtctl/evtctl/internal/cevent"
 )
 
@@ -254,24 +252,4 @@ func structured(event []byte, node bool) (http.Header, []byte, error) {
 		event, _ = cevent.ForSDK(event)
 	}
 	return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
-}
-
-// batchForSDK returns body, a JSON array of events in JSON format, with each event in the form
-// cevent.ForSDK gives; body itself when none changes.
-func batchForSDK(body []byte) []byte {
-	var out []byte
-	last := 0 // body[:last] is in out, or unchanged so far
-	gjson.ParseBytes(body).ForEach(func(_, v gjson.Result) bool {
-		ev, changed := cevent.ForSDK([]byte(v.Raw))
-		if changed {
-			out = append(out, body[last:v.Index]...)
-			out = append(out, ev...)
-			last = v.Index + len(v.Raw)
-		}
-		return true
-	})
-	if out == nil {
-		return body
-	}
-	return append(out, body[last:]...)
 }
