@@ -93,7 +93,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		}
 	}
 
-	sender, err := deliver.New(deliver.Options{URL: node.URL + "/events", Mode: deliver.Batch})
+	sender, err := deliver.New(deliver.Options{URL: node.URL + "/events", Mode: deliver.Batch, Node: true})
 	if err != nil {
 		return err
 	}

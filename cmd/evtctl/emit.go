@@ -280,7 +280,7 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	// failure is (a restart); with --spool, nothing is lost either way.
 	policy.FirstContactFinal = true
 	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, HeaderEncoding: enc, Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
+		URL: url, Mode: mode, HeaderEncoding: enc, Node: o.To == "", Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
 		Policy: &policy, UserAgent: "evtctl/" + versionString(),
 		OnRetry: o.reportRetry,
 	})

@@ -384,6 +384,28 @@ func TestForwardAndEmitToSDKReceiver(t *testing.T) {
 
 func init() {
 	scriptCmds["sdkreceiver"] = cmdSDKReceiver
+	scriptCmds["sdkparse"] = cmdSDKParse
+}
+
+// cmdSDKParse reads each line of FILE with sdk-go v2's JSON format parser (json.Unmarshal into
+// an event.Event, then Validate) and prints "ID DATACONTENTTYPE DATA" for it; a line it cannot
+// read fails the script.
+//
+//	sdkparse FILE
+func cmdSDKParse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sdkparse FILE")
+	}
+	for i, line := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		var e event.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			ts.Fatalf("line %d: sdk-go cannot read %s: %v", i+1, line, err)
+		}
+		if err := e.Validate(); err != nil {
+			ts.Fatalf("line %d: sdk-go finds %s invalid: %v", i+1, line, err)
+		}
+		fmt.Fprintf(ts.Stdout(), "%s %s %s\n", e.ID(), e.DataContentType(), e.Data())
+	}
 }
 
 // cmdSDKReceiver starts an sdk-go v2 receiver (client.StartReceiver) on a free loopback port,

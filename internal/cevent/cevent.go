@@ -1,4 +1,5 @@
-// Package cevent decodes and validates CloudEvents 1.0 received over HTTP for ingest.
+// Package cevent decodes and validates CloudEvents 1.0 received over HTTP for ingest, and gives
+// events the form the CloudEvents Go SDK v2 reads as other readers do (ForSDK).
 package cevent
 
 import (

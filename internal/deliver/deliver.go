@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/cevent"
 )
 
 // Mode is the HTTP content mode of the CloudEvents HTTP binding.
@@ -63,6 +65,12 @@ type Options struct {
 	// HeaderEncoding is how Binary mode writes ce- header values; the zero
 	// value is the binding's percent-encoding.
 	HeaderEncoding HeaderEncoding
+	// Node says the target is an evtctl node, which reads the JSON format as its specification
+	// says and keeps JSON data as JSON: Structured and Batch mode send each event to it as it
+	// is. To any other receiver, JSON data of a type the CloudEvents Go SDK v2 does not read as
+	// JSON (application/vnd.api+json, say) goes as data_base64, which every receiver reads
+	// alike (see cevent.ForSDK).
+	Node bool
 	// Policy says what is retried and how often, and how many redirects are followed; nil
 	// means WebhookPolicy(). See Policy for the rules every policy keeps.
 	Policy *Policy
@@ -147,7 +155,7 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 	}
 	results := make([]Result, 0, len(events))
 	for i, ev := range events {
-		h, body, err := Encode(s.opts.Mode, s.opts.HeaderEncoding, ev)
+		h, body, err := encode(s.opts.Mode, s.opts.HeaderEncoding, ev, s.opts.Node)
 		if err != nil {
 			return results, fmt.Errorf("event %d: %s mode: %w", i, s.opts.Mode, err)
 		}
@@ -164,10 +172,13 @@ func (s *Sender) Send(ctx context.Context, events [][]byte) ([]Result, error) {
 }
 
 // SendBatch delivers a batch that is already encoded: body is a JSON array of n events in
-// JSON format, sent as one request whatever the Sender's mode. It returns n Results, or
-// none and an error, as Send does in Batch mode.
+// JSON format, sent as one request whatever the Sender's mode, in the form Options.Node
+// says. It returns n Results, or none and an error, as Send does in Batch mode.
 func (s *Sender) SendBatch(ctx context.Context, body []byte, n int) ([]Result, error) {
 	h := http.Header{"Content-Type": {ContentTypeBatch}}
+	if !s.opts.Node {
+		body = cevent.ForSDKBatch(body)
+	}
 	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
 	if err != nil {
 		return nil, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)
@@ -185,6 +196,9 @@ const OrderHeader = "Evtctl-Order"
 // the next batch of the sequence be sent before this one's reply.
 func (s *Sender) SendOrderedBatch(ctx context.Context, body []byte, n int, token string, seq uint64) (res []Result, ordered bool, err error) {
 	h := http.Header{"Content-Type": {ContentTypeBatch}, OrderHeader: {token + " " + strconv.FormatUint(seq, 10)}}
+	if !s.opts.Node {
+		body = cevent.ForSDKBatch(body)
+	}
 	a, err := s.c.Do(ctx, Request{Header: h, Body: body, KeepReply: true})
 	if err != nil {
 		return nil, false, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)

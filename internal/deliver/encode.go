@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/evtctl/evtctl/internal/cevent"
-	"github.com/evtctl/evtctl/internal/jsonspace"
 )
 
 // EncodeHeaderValue percent-encodes s for a ce- header as the CloudEvents
@@ -101,6 +99,10 @@ func (e HeaderEncoding) headerValue(s string) (string, error) {
 	return s, nil
 }
 
+// errFormatContentType is toBinary's answer for an event whose datacontenttype is a
+// CloudEvents format, which receivers would take for the request's mode (see encode).
+var errFormatContentType = errors.New("the datacontenttype is a CloudEvents format")
+
 // binaryRequest is an event split into binary-mode headers and body.
 type binaryRequest struct {
 	header http.Header
@@ -133,6 +135,9 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 		hasCT = true
 		h["Content-Type"] = []string{ct}
+		if cevent.RequestMode(h, nil) != cevent.ModeBinary {
+			return binaryRequest{}, errFormatContentType
+		}
 	}
 	for name, raw := range members {
 		switch name {
@@ -171,7 +176,7 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 		body = b
 	case hasData && !isNull(data):
-		body = memberText(event, data)
+		body = cevent.DataText(event, data)
 		// A JSON string under a non-JSON content type is the data's text.
 		if hasCT && !cevent.IsJSONMediaType(ct) && data[0] == '"' {
 			var s string
@@ -182,31 +187,6 @@ func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
 		}
 	}
 	return binaryRequest{header: h, body: body}, nil
-}
-
-// memberText returns the text of the top-level data member of the JSON
-// object event, whose value is data: the bytes between the colon and the
-// next ',' or '}', whitespace included. If they cannot be found, it returns
-// data.
-func memberText(event []byte, data json.RawMessage) []byte {
-	if !bytes.ContainsAny(event, " \t\r\n") {
-		return data // compact: no whitespace to keep
-	}
-	r := gjson.GetBytes(event, "data")
-	start, end := r.Index, r.Index+len(r.Raw)
-	if r.Index <= 0 || end > len(event) || !bytes.Equal(event[start:end], bytes.TrimSpace(data)) {
-		return data
-	}
-	for start > 0 && jsonspace.Is(event[start-1]) {
-		start--
-	}
-	for end < len(event) && jsonspace.Is(event[end]) {
-		end++
-	}
-	if start == 0 || event[start-1] != ':' || end == len(event) || event[end] != ',' && event[end] != '}' {
-		return data
-	}
-	return event[start:end]
 }
 
 // attrString returns the header form of an attribute's JSON value: a
@@ -235,18 +215,41 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent
-// in JSON format) in Binary or Structured mode, exactly as Send would make them; enc
-// applies to Binary mode.
+// in JSON format) to any receiver in Binary or Structured mode, exactly as Send would make
+// them; enc applies to Binary mode. See Options.Node for the form of Structured mode, and
+// encode for the events that Binary mode cannot carry.
 func Encode(mode Mode, enc HeaderEncoding, event []byte) (http.Header, []byte, error) {
+	return encode(mode, enc, event, false)
+}
+
+// encode is Encode to an evtctl node (node) or to any receiver.
+//
+// An event whose datacontenttype is a CloudEvents format (application/cloudevents+json, say)
+// goes in Structured mode whatever mode is asked: in Binary mode its Content-Type would make
+// every receiver read the body, the event's data, as a CloudEvent or a batch of them. This is
+// the one place that decides, for emit and forward alike.
+func encode(mode Mode, enc HeaderEncoding, event []byte, node bool) (http.Header, []byte, error) {
 	switch mode {
 	case Structured:
-		return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
+		return structured(event, node)
 	case Binary:
 		br, err := toBinary(event, enc)
+		if errors.Is(err, errFormatContentType) {
+			return structured(event, node)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		return br.header, br.body, nil
 	}
 	return nil, nil, fmt.Errorf("mode %s does not carry one event per request", mode)
+}
+
+// structured returns the Structured-mode request of event: as it is to an evtctl node, else
+// in the form cevent.ForSDK gives.
+func structured(event []byte, node bool) (http.Header, []byte, error) {
+	if !node {
+		event, _ = cevent.ForSDK(event)
+	}
+	return http.Header{"Content-Type": {ContentTypeStructured}}, event, nil
 }

@@ -406,3 +406,95 @@ func TestNodeRefusalReasons(t *testing.T) {
 		t.Errorf("unknown path: %v", err)
 	}
 }
+
+// apiEvent has JSON data of a +json type sdk-go v2 does not read as JSON.
+const apiEvent = `{"specversion":"1.0","id":"api","source":"/s","type":"t","datacontenttype":"application/vnd.api+json","data":{"data":{"type":"articles","id":"1"}}}`
+
+// Structured and batch mode write JSON data that sdk-go reads only as a string as
+// data_base64, which sdk-go and the node's decoder both read as the data's bytes; to an evtctl
+// node, events go as they are.
+func TestStructuredJSONTypesReadBySDK(t *testing.T) {
+	const data = `{"data":{"type":"articles","id":"1"}}`
+	evs := [][]byte{[]byte(apiEvent), event("plain")}
+	ts, got := recorder(t, 200)
+	for _, opts := range []Options{{Mode: Structured}, {Mode: Batch}, {Mode: Structured, Node: true}, {Mode: Batch, Node: true}} {
+		opts.URL = ts.URL
+		s, _ := newSender(t, opts)
+		if _, err := s.Send(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := got()
+	if len(reqs) != 6 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	// To any receiver: the first request (structured) and the batch (the third).
+	e, err := cehttp.NewEventFromHTTPRequest(reqs[0].request())
+	if err != nil {
+		t.Fatalf("sdk-go cannot read %s: %v", reqs[0].body, err)
+	}
+	if string(e.Data()) != data || e.DataContentType() != "application/vnd.api+json" {
+		t.Errorf("sdk-go reads %s as %q %q", reqs[0].body, e.DataContentType(), e.Data())
+	}
+	batch, err := cehttp.NewEventsFromHTTPRequest(reqs[2].request())
+	if err != nil {
+		t.Fatalf("sdk-go cannot read batch %s: %v", reqs[2].body, err)
+	}
+	if len(batch) != 2 || string(batch[0].Data()) != data || batch[1].ID() != "plain" {
+		t.Errorf("sdk-go reads batch %s as %v", reqs[2].body, batch)
+	}
+	for _, i := range []int{0, 2} {
+		evs, err := cevent.DecodeRequest(reqs[i].header, reqs[i].body, cevent.Limits{})
+		if err != nil {
+			t.Fatalf("the node's decoder refuses %s: %v", reqs[i].body, err)
+		}
+		if want := `"data_base64":"eyJkYXRhIjp7InR5cGUiOiJhcnRpY2xlcyIsImlkIjoiMSJ9fQ=="`; !bytes.Contains(evs[0].JSON, []byte(want)) {
+			t.Errorf("the node's decoder reads %s as %s", reqs[i].body, evs[0].JSON)
+		}
+	}
+	// To a node: as stored.
+	if string(reqs[3].body) != apiEvent {
+		t.Errorf("structured to a node: %s", reqs[3].body)
+	}
+	if !bytes.HasPrefix(reqs[5].body, []byte("["+apiEvent+",")) {
+		t.Errorf("batch to a node: %s", reqs[5].body)
+	}
+}
+
+// An event whose datacontenttype is a CloudEvents format goes structured when binary mode is
+// asked: as a Content-Type it would make every receiver read the data as a CloudEvent (or a
+// batch). sdk-go and the node's decoder read the event with its data.
+func TestBinaryOfFormatTypeGoesStructured(t *testing.T) {
+	const inner = `{"specversion":"1.0","id":"inner","source":"/in","type":"t.in"}`
+	for _, ct := range []string{"application/cloudevents+json", "Application/CloudEvents+JSON; charset=utf-8", "application/cloudevents-batch+json", "application/cloudevents+xml"} {
+		data := inner
+		if strings.HasSuffix(ct, "xml") {
+			data = `"<e/>"`
+		}
+		ev := fmt.Sprintf(`{"specversion":"1.0","id":"outer","source":"/s","type":"t","subject":"Grüße","datacontenttype":%q,"data":%s}`, ct, data)
+		for _, enc := range []HeaderEncoding{HeaderPercent, HeaderRaw} {
+			h, body, err := Encode(Binary, enc, []byte(ev))
+			if err != nil {
+				t.Fatalf("%s, %s: %v", ct, enc, err)
+			}
+			if h.Get("Content-Type") != ContentTypeStructured || h.Get("Ce-Id") != "" {
+				t.Errorf("%s, %s: headers %v", ct, enc, h)
+			}
+			e, err := cehttp.NewEventFromHTTPRequest(received{h, body}.request())
+			if err != nil {
+				t.Fatalf("%s: sdk-go cannot read %s: %v", ct, body, err)
+			}
+			want := data
+			if strings.HasSuffix(ct, "xml") {
+				want = "<e/>"
+			}
+			if e.ID() != "outer" || e.Subject() != "Grüße" || string(e.Data()) != want {
+				t.Errorf("%s: sdk-go reads %s as %s %q %q", ct, body, e.ID(), e.Subject(), e.Data())
+			}
+			got, err := cevent.DecodeRequest(h, body, cevent.Limits{})
+			if err != nil || len(got) != 1 || got[0].ID != "outer" {
+				t.Fatalf("%s: the node's decoder reads %s as %v (%v)", ct, body, got, err)
+			}
+		}
+	}
+}

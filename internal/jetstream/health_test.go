@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -64,5 +65,41 @@ func TestHealthFailsWhenReadsFail(t *testing.T) {
 	}
 	if err := st.Failed(); err == nil {
 		t.Fatal("Failed() is nil while reads fail")
+	}
+}
+
+// /healthz says "checked":true once the node has looked at its stream and read from it since
+// it started, as it does for the embedded log once every record was read back.
+func TestHealthChecked(t *testing.T) {
+	t.Parallel()
+	s := natstest.Solo(t)
+	st, err := jetstream.Open(ctx, jetstream.Options{URL: s.ClientURL(), Stream: "CHECKED", Manage: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	appendOne(t, st, ev(1))
+	h := evserver.New(evserver.Config{Store: st})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	defer h.Shutdown()
+	var last map[string]any
+	natstest.WaitUntil(t, 10*time.Second, `/healthz says "checked":true`, func() bool {
+		resp, err := http.Get(hs.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		last = nil
+		if err := json.NewDecoder(resp.Body).Decode(&last); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || last["status"] != "ok" || last["items"] != 1.0 {
+			t.Fatalf("/healthz: %d %v", resp.StatusCode, last)
+		}
+		return last["checked"] == true
+	})
+	if !st.Stats().Checked {
+		t.Errorf("Stats().Checked is false; /healthz said %v", last)
 	}
 }

@@ -144,6 +144,9 @@ type Store struct {
 	consuming atomic.Bool   // the ordered consumer runs
 	others    atomic.Int64  // when another writer's message was last seen (Unix nanoseconds)
 	headLook  atomic.Int64  // when a read last looked at the stream's head (Unix nanoseconds)
+	// checked: a look at the stream since Open found it serving, its state read and, when
+	// it held messages, a read of it answered (see look); /healthz says "checked"
+	checked atomic.Bool
 
 	closeMu sync.RWMutex // held for reading by calls in progress, for writing by Close
 	closing atomic.Bool
@@ -497,6 +500,7 @@ func (s *Store) Stats() eventlog.Stats {
 		Duplicates:    s.duplicates.Load(),
 		Items:         st.Msgs,
 		Bytes:         st.Bytes,
+		Checked:       s.checked.Load(),
 	}
 	if last > st.LastSeq {
 		stats.Items += last - st.LastSeq

@@ -364,9 +364,13 @@ func (s *Store) look(ctx context.Context, seen *uint64) {
 		_, _, _ = s.refreshOldest(ctx)
 	}
 	// Reads are what the node is for: try one, so that /healthz fails when they do.
+	var readErr error
 	if st.LastSeq > 0 && s.refusal() == nil {
-		_, _, err := s.first(ctx, st.LastSeq)
-		s.noteRead(ctx, err)
+		_, _, readErr = s.first(ctx, st.LastSeq)
+		s.noteRead(ctx, readErr)
+	}
+	if readErr == nil && s.refusal() == nil {
+		s.checked.Store(true)
 	}
 }
 

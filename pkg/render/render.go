@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -21,7 +22,9 @@ type Options struct {
 	// Format is one of Formats(); "" means "jsonl".
 	//
 	//   - jsonl: each item exactly as the node sent it, compacted onto one line.
-	//   - ce: the item's data alone (the CloudEvent, or a Tendermint item's data as is).
+	//   - ce: the item's data alone (the CloudEvent, or a Tendermint item's data as is); JSON
+	//     data of a type the CloudEvents Go SDK v2 does not read as JSON is written as
+	//     data_base64, which it and every other reader read alike (see cevent.ForSDK).
 	//   - data: the payload alone, one JSON value per line: the CloudEvent's "data" member;
 	//     else its "data_base64" member as sent, a JSON string of base64 text (decoded bytes
 	//     could hold newlines or be no text at all, and guessing would make lines ambiguous);
@@ -225,8 +228,21 @@ func (r *Renderer) jsonl(it client.Item) error {
 	return r.doc(it, r.envelope(it))
 }
 
+// ce writes the CloudEvent in the form that the CloudEvents Go SDK v2 reads as every other
+// reader of the JSON format does (see cevent.ForSDK).
 func (r *Renderer) ce(it client.Item) error {
-	return r.doc(it, orNull(it.Data))
+	doc := orNull(it.Data)
+	if _, changed := cevent.ForSDK(doc); changed {
+		// data_base64 holds the data compact, as every other line does: the same bytes
+		// however the node sent the event.
+		c, err := appendCompact(r.scratch[:0], bytesString(doc))
+		r.scratch = c
+		if err != nil {
+			return itemError(it, err)
+		}
+		doc, _ = cevent.ForSDK(c)
+	}
+	return r.doc(it, doc)
 }
 
 func (r *Renderer) data(it client.Item) error {
