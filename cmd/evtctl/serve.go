@@ -524,6 +524,12 @@ func runVerify(opts *serveOptions) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
 	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(out, "problem: %s\n", p)
+	}
+	if len(r.Problems) > 0 {
+		return errors.New("the node will not open this log as it is: see the problems above")
+	}
 	if r.Clean() {
 		fmt.Fprintln(out, "no event was lost")
 		return nil

@@ -87,7 +87,7 @@ type Log struct {
 	wsize   int64 // bytes written to the active segment
 	wcount  uint64
 	wbuf    []byte
-	hwm     *highWater // nil in memory
+	hwm     *mark // the high-water mark; nil in memory
 	dedupe  *dedupe
 	dropped int64
 

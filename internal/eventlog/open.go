@@ -34,11 +34,11 @@ func (l *Log) open() error {
 	if _, err := atomicfile.RemoveTemps(l.opts.Dir); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	hwmSeq, hwmTS, hwmKnown, err := hwmRead(l.opts.Dir)
+	mk, err := readMarks(l.opts.Dir, l.log)
 	if err != nil {
 		return err
 	}
-	ld, err := loadDir(l.opts.Dir, hwmSeq, hwmKnown, l.log, false)
+	ld, err := loadDir(l.opts.Dir, mk, l.log, false)
 	if err != nil {
 		ld.release()
 		return err
@@ -48,8 +48,8 @@ func (l *Log) open() error {
 	l.segs = ld.segs
 	// Sequences continue above every record ever committed, intact or lost; timestamps
 	// never go back.
-	l.wnext = max(ld.lastSeq, hwmSeq) + 1
-	l.wlastTS = max(ld.lastTS, hwmTS)
+	l.wnext = max(ld.lastSeq, mk.high.seq) + 1
+	l.wlastTS = max(ld.lastTS, mk.high.ts)
 	if ld.active == nil {
 		s, err := createSegment(l.opts.Dir, l.wnext, l.wlastTS)
 		if err != nil {
@@ -101,12 +101,32 @@ func (ld *loaded) release() {
 	}
 }
 
-// loadDir opens every segment file of dir. hwmSeq (when hwmKnown) is the highest sequence
-// number the log ever committed: records up to it were acknowledged, those beyond it never.
+// marks is what the mark files said when the log was opened.
+type marks struct {
+	high markState
+}
+
+// readMarks reads the marks in dir; an empty file (see markState) is logged and taken as none.
+func readMarks(dir string, log logger) (marks, error) {
+	var mk marks
+	var err error
+	if mk.high, err = readMark(dir, highMark); err != nil {
+		return mk, err
+	}
+	if mk.high.empty {
+		log.Warn("eventlog: the high-water mark file is empty (an earlier version was stopped while creating it on the log's first start): the log is read without it, and the file is written anew", "file", filepath.Join(dir, highMark.file))
+	}
+	return mk, nil
+}
+
+// loadDir opens every segment file of dir. The high-water mark (when known) is the highest
+// sequence number the log ever committed: records up to it were acknowledged, those beyond
+// it never.
 // Only a torn tail of the last file (records beyond every acknowledged one) is cut off; all
 // other damage is kept in place and described. With verify, nothing is changed (what would
 // be is told to log), and every file is read whole, whatever its index file says.
-func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) (*loaded, error) {
+func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
+	hwmSeq, hwmKnown := mk.high.seq, mk.high.known
 	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if err != nil {
 		return &loaded{}, err

@@ -20,6 +20,9 @@ type Report struct {
 	// Notes are what opening the log would change or set aside without losing an event: a
 	// torn tail (never acknowledged) cut off, index files that no longer match, leftovers.
 	Notes []string
+	// Problems are what stops the log from opening (a damaged mark file): the log was read
+	// without what they hide, so losses they would have shown may be missing from Damage.
+	Problems []string
 }
 
 // Clean reports whether no event was lost.
@@ -41,17 +44,22 @@ func Verify(dir string) (*Report, error) {
 	}
 	defer lock.Unlock()
 	r := &Report{Dir: dir}
-	hwmSeq, _, hwmKnown, err := hwmRead(dir)
-	if err != nil {
+	var mk marks
+	var me *markError
+	switch mk.high, err = readMark(dir, highMark); {
+	case errors.As(err, &me):
+		r.Problems = append(r.Problems, fmt.Sprintf("the %s file %s is damaged (neither of its two copies is intact): the node will not open the log until it is removed; without it, %s", me.kind.what, me.path, highMark.without()))
+	case err != nil:
 		return nil, err
-	}
-	if hwmKnown {
-		r.HighMark = hwmSeq
-	} else {
-		r.Notes = append(r.Notes, "no high-water mark file: records acknowledged and lost at the end of the log cannot be told from a torn tail")
+	case mk.high.known:
+		r.HighMark = mk.high.seq
+	case mk.high.empty:
+		r.Notes = append(r.Notes, fmt.Sprintf("the %s file is empty (an earlier version was stopped while creating it): opening writes it anew; until then %s", highMark.what, highMark.without()))
+	default:
+		r.Notes = append(r.Notes, "no high-water mark file: "+highMark.without())
 	}
 	notes := &noteLog{}
-	ld, err := loadDir(dir, hwmSeq, hwmKnown, notes, true)
+	ld, err := loadDir(dir, mk, notes, true)
 	defer ld.release()
 	if err != nil {
 		return nil, err
