@@ -410,7 +410,8 @@ func (l *Log) commitGroup(group []*appendReq) {
 			err = l.hwm.set(l.wnext-1, l.wlastTS, l.opts.Sync == SyncAlways)
 		}
 		if err != nil {
-			// Undo: the group is not stored; the file goes back to where it was.
+			// Undo: the group is not stored; the file goes back to where it was (the mark
+			// has put itself back).
 			for _, a := range added {
 				l.dedupe.remove(a.k, a.seq)
 			}

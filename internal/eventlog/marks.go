@@ -167,22 +167,37 @@ func (m *mark) fill(s []byte) {
 }
 
 // set records a new mark in the older slot; with sync it is made durable before set returns.
+// When it fails, the slot is written back with the mark as it was (under the new counter, so
+// that it is the newer slot) and synced again: the records the new mark would cover are not
+// kept, and a mark left in the file, flushed later, would claim them — a loss, on the next
+// open, of events that were never acknowledged.
 func (m *mark) set(seq uint64, ts int64, sync bool) error {
 	if seq <= m.seq {
 		return nil
 	}
+	prevSeq, prevTS := m.seq, m.ts
 	m.counter++
 	var s [markSlotSize]byte
 	m.seq, m.ts = seq, ts
 	m.fill(s[:])
 	slot := int64(8 + (m.counter%2)*markSlotSize)
-	if _, err := m.f.WriteAt(s[:], slot); err != nil {
-		return err
+	_, err := m.f.WriteAt(s[:], slot)
+	if err == nil && sync {
+		err = m.sync(m.f)
 	}
-	if sync {
-		return m.sync(m.f)
+	if err == nil {
+		return nil
 	}
-	return nil
+	m.seq, m.ts = prevSeq, prevTS
+	m.fill(s[:])
+	_, rerr := m.f.WriteAt(s[:], slot)
+	if rerr == nil && sync {
+		rerr = m.sync(m.f)
+	}
+	if rerr != nil {
+		return fmt.Errorf("%w; putting the %s back: %v", err, m.kind.what, rerr)
+	}
+	return err
 }
 
 func (m *mark) close() error {

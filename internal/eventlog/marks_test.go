@@ -1,10 +1,13 @@
 package eventlog
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -61,5 +64,53 @@ func TestDamagedHighWaterFileIsVerified(t *testing.T) {
 	}
 	if r.Records != 100 || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], hwmName) || !strings.Contains(r.Problems[0], "will not open") {
 		t.Fatalf("verify: %+v", r)
+	}
+}
+
+// When making the high-water mark durable fails, the append is refused and its records cut
+// back, and the mark goes back to what it was, in the file too: a reopened log reports no
+// loss of the events that were never acknowledged. With an I/O error the log stops; with
+// a full disk it goes on, and the next append moves the mark again.
+func TestHighWaterSyncFailureRestoresTheMark(t *testing.T) {
+	for _, tc := range []struct {
+		errno syscall.Errno
+		as    error
+	}{{syscall.EIO, ErrFailed}, {syscall.ENOSPC, ErrUnavailable}} {
+		errno := tc.errno
+		t.Run(errno.Error(), func(t *testing.T) {
+			dir := t.TempDir()
+			l := openT(t, Options{Dir: dir})
+			cs := appendN(t, l, 0, 20, 5)
+			var fails atomic.Int32
+			fails.Store(1)
+			l.hwm.sync = func(f *os.File) error {
+				if fails.Add(-1) >= 0 {
+					return errno
+				}
+				return dataSync(f)
+			}
+			if _, err := l.Append(ctx, []Entry{ev(20), ev(21), ev(22)}); !errors.Is(err, tc.as) {
+				t.Fatalf("an append whose mark did not sync: %v", err)
+			}
+			if seq, _, _, err := hwmRead(dir); err != nil || seq != 20 {
+				t.Fatalf("the mark on disk says %d (%v), want 20", seq, err)
+			}
+			want := cs
+			if errno == syscall.ENOSPC {
+				want = append(want, appendN(t, l, 30, 2, 2)...)
+				if seq, _, _, err := hwmRead(dir); err != nil || seq != want[len(want)-1].Seq {
+					t.Fatalf("after the next append the mark says %d (%v), want %d", seq, err, want[len(want)-1].Seq)
+				}
+			}
+			l.Close()
+			l2 := openT(t, Options{Dir: dir})
+			if st := l2.Stats(); len(st.Damage) != 0 || st.Newest != want[len(want)-1] {
+				t.Fatalf("reopened: damage %v, newest %v; want none, %v", st.Damage, st.Newest, want[len(want)-1])
+			}
+			l2.Close()
+			if r, err := Verify(dir); err != nil || !r.Clean() {
+				t.Fatalf("verify: %+v %v", r, err)
+			}
+		})
 	}
 }
