@@ -514,6 +514,9 @@ func runVerify(opts *serveOptions) error {
 	}
 	out := opts.streams.Out
 	fmt.Fprintf(out, "%s: %s in %s", r.Dir, english.Plural(int(r.Records), "intact event"), english.Plural(r.Files, "segment file"))
+	if r.LowMark > 0 {
+		fmt.Fprintf(out, "; the log starts at sequence number %d", r.LowMark)
+	}
 	if r.HighMark > 0 {
 		fmt.Fprintf(out, "; the highest sequence number committed is %d", r.HighMark)
 	}

@@ -91,6 +91,10 @@ type Log struct {
 	dedupe  *dedupe
 	dropped int64
 
+	// pruner-owned state
+	lwm    *mark // the low-water mark; nil in memory
+	lwmErr error // why the low-water mark did not move, when it did not
+
 	appended, appendedBytes, duplicates atomic.Uint64
 }
 
@@ -132,6 +136,8 @@ func Open(opts Options) (*Log, error) {
 		dedupe:  newDedupe(opts.DedupeWindow, opts.DedupeMax),
 	}
 	if err := l.open(); err != nil {
+		_ = l.hwm.close()
+		_ = l.lwm.close()
 		if l.lock != nil {
 			_ = l.lock.Unlock()
 		}
@@ -656,6 +662,9 @@ func (l *Log) Close() error {
 	}
 	if herr := l.hwm.close(); herr != nil && err == nil {
 		err = herr
+	}
+	if lerr := l.lwm.close(); lerr != nil && err == nil {
+		err = lerr
 	}
 	if l.lock != nil {
 		if uerr := l.lock.Unlock(); err == nil {

@@ -217,7 +217,7 @@ func TestTornTailIsTruncated(t *testing.T) {
 // setHighWater rewrites a closed log's high-water mark.
 func setHighWater(t *testing.T, dir string, seq uint64, ts int64) {
 	t.Helper()
-	os.Remove(filepath.Join(dir, hwmName))
+	os.Remove(filepath.Join(dir, highMark.file))
 	h, err := hwmOpen(dir, seq, ts)
 	if err != nil {
 		t.Fatal(err)

@@ -23,15 +23,32 @@ import (
 // on open, is written whole beside the old and renamed over it (atomicfile.Write): a crash
 // leaves the old file or the new one, never an empty or partial one.
 
-// markKind is one of the log's marks: its file name, magic and name in messages.
+// The low-water mark is the sequence number where the log starts: every record from it on
+// was kept, and is there or reported lost; records below it were dropped by retention. It is
+// moved, and made durable, before retention deletes a segment file, so that it is never
+// above a record the log still serves and never below one deleted: on open, records missing
+// from it on (a deleted oldest segment, every segment deleted) are reported as lost, for
+// ever, rather than taken for the start of the log. A log written before the mark existed
+// is taken to start at its oldest segment file, and gets the mark from then on.
+
+// markKind is one of the log's marks: its file, magic, name, and what a log without it
+// cannot tell.
 type markKind struct {
 	file, magic, what string
+	unknown           string // what a damaged file no longer says
+	without           string // what cannot be told without the mark
 }
 
-var highMark = markKind{"HIGHWATER", "EVHW", "high-water mark"}
+var (
+	highMark = markKind{"HIGHWATER", "EVHW", "high-water mark",
+		"the highest sequence number this log handed out",
+		"records acknowledged and lost at the end of the log cannot be told from a torn tail"}
+	lowMark = markKind{"LOWWATER", "EVLW", "low-water mark",
+		"where the log starts",
+		"the log is taken to start at its oldest segment file, and records lost at its start cannot be told from records dropped by retention"}
+)
 
 const (
-	hwmName      = "HIGHWATER"
 	markSlotSize = 32 // counter u64, seq u64, ts i64, reserved u32, crc32c u32
 	markFileSize = 8 + 2*markSlotSize
 )
@@ -84,17 +101,7 @@ type markError struct {
 }
 
 func (e *markError) Error() string {
-	return fmt.Sprintf("the %s file %s is damaged: neither of its two copies is intact, so %s is unknown; run evtctl serve --verify --data-dir %s to see the state of the log, and remove the file only if losing that knowledge is acceptable", e.kind.what, e.path, e.kind.unknown(), e.dir)
-}
-
-// unknown says what a damaged mark file no longer tells.
-func (k markKind) unknown() string {
-	return "the highest sequence number this log handed out"
-}
-
-// without says what cannot be told of a log without the mark.
-func (k markKind) without() string {
-	return "records acknowledged and lost at the end of the log cannot be told from a torn tail"
+	return fmt.Sprintf("the %s file %s is damaged: neither of its two copies is intact, so %s is unknown; run evtctl serve --verify --data-dir %s to see the state of the log, and remove the file only if losing that knowledge is acceptable", e.kind.what, e.path, e.kind.unknown, e.dir)
 }
 
 // hwmRead reads the high-water mark in dir.

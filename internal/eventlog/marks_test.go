@@ -2,13 +2,17 @@ package eventlog
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // A HIGHWATER file left empty — created by an earlier version, which was killed before it
@@ -19,7 +23,7 @@ func TestEmptyHighWaterFileOpens(t *testing.T) {
 	l := openT(t, Options{Dir: dir})
 	cs := appendN(t, l, 0, 30, 5)
 	l.Close()
-	if err := os.Truncate(filepath.Join(dir, hwmName), 0); err != nil {
+	if err := os.Truncate(filepath.Join(dir, highMark.file), 0); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Verify(dir)
@@ -35,7 +39,7 @@ func TestEmptyHighWaterFileOpens(t *testing.T) {
 	if err != nil || len(p.Items) != 30 || p.Items[29].Cursor != cs[29] || len(l2.Stats().Damage) != 0 {
 		t.Fatalf("read %d items (%v), damage %v", len(p.Items), err, l2.Stats().Damage)
 	}
-	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), hwmName) {
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), highMark.file) {
 		t.Fatalf("the empty mark file was not logged: %s", logs.String())
 	}
 	l2.Close()
@@ -52,7 +56,7 @@ func TestDamagedHighWaterFileIsVerified(t *testing.T) {
 	l := openT(t, Options{Dir: dir, SegmentBytes: 4096})
 	appendN(t, l, 0, 100, 5)
 	l.Close()
-	if err := os.WriteFile(filepath.Join(dir, hwmName), []byte(strings.Repeat("x", markFileSize)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, highMark.file), []byte(strings.Repeat("x", markFileSize)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "serve --verify") {
@@ -62,7 +66,7 @@ func TestDamagedHighWaterFileIsVerified(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if r.Records != 100 || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], hwmName) || !strings.Contains(r.Problems[0], "will not open") {
+	if r.Records != 100 || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], highMark.file) || !strings.Contains(r.Problems[0], "will not open") {
 		t.Fatalf("verify: %+v", r)
 	}
 }
@@ -113,4 +117,193 @@ func TestHighWaterSyncFailureRestoresTheMark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Losing the start of the log is a loss like any other, reported for ever: the low-water
+// mark says where the log starts. Dropping the start by retention is not.
+func TestLostStartIsReported(t *testing.T) {
+	t.Run("oldest segment deleted", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := Options{Dir: dir, SegmentBytes: 8 << 10}
+		l := openT(t, opts)
+		all := appendN(t, l, 0, 600, 7)
+		l.Close()
+		segs := segFiles(t, dir)
+		fr := framesOf(t, segs[0])
+		os.Remove(segs[0])
+		os.Remove(idxPath(segs[0]))
+		last := fr[len(fr)-1].seq
+		if r, err := Verify(dir); err != nil || len(r.Damage) != 1 || r.Damage[0].First != 1 || r.Damage[0].Last != last {
+			t.Fatalf("verify: %+v %v; want 1..%d lost", r, err, last)
+		}
+		for round := range 2 { // and again after a restart
+			l := openT(t, opts)
+			st := l.Stats()
+			if len(st.Damage) != 1 || st.Damage[0].First != 1 || st.Damage[0].Last != last || st.Oldest != all[last] {
+				t.Fatalf("damage %+v, oldest %v; want 1..%d lost, oldest %v", st.Damage, st.Oldest, last, all[last])
+			}
+			appendN(t, l, 1000+10*round, 3, 3)
+			l.Close()
+		}
+	})
+	t.Run("every segment deleted", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := Options{Dir: dir, SegmentBytes: 8 << 10}
+		l := openT(t, opts)
+		appendN(t, l, 0, 600, 7)
+		l.Close()
+		for _, pat := range []string{"*.seg", "*.idx"} {
+			names, _ := filepath.Glob(filepath.Join(dir, pat))
+			for _, n := range names {
+				os.Remove(n)
+			}
+		}
+		var fresh []uint64
+		for round := range 3 {
+			l := openT(t, opts)
+			st := l.Stats()
+			if len(st.Damage) != 1 || st.Damage[0].First != 1 || st.Damage[0].Last != 600 || st.Items != uint64(len(fresh)) {
+				t.Fatalf("round %d: damage %+v, %d items; want 1..600 lost, %d items", round, st.Damage, st.Items, len(fresh))
+			}
+			for _, c := range appendN(t, l, 1000+10*round, 2, 2) {
+				fresh = append(fresh, c.Seq)
+			}
+			l.Close()
+		}
+		if fresh[0] != 601 {
+			t.Fatalf("the first new event got sequence number %d, want 601", fresh[0])
+		}
+	})
+	t.Run("dropped by retention", func(t *testing.T) {
+		dir := t.TempDir()
+		opts := Options{Dir: dir, SegmentBytes: 4 << 10, MaxItems: 100}
+		l := openT(t, opts)
+		all := appendN(t, l, 0, 600, 7)
+		waitFor(t, func() bool {
+			// The first file holds a retained record: every older one is deleted.
+			names, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+			sort.Strings(names)
+			b, err := os.ReadFile(names[0])
+			if err != nil || len(names) < 2 {
+				return false
+			}
+			base, _ := baseFromName(names[1])
+			return len(b) > segHeaderSize && base > 501
+		}, "old segments deleted")
+		l.Close()
+		for range 2 {
+			l := openT(t, opts)
+			if st := l.Stats(); len(st.Damage) != 0 || st.Oldest != all[500] || st.Items != 100 {
+				t.Fatalf("after retention and a restart: damage %+v, oldest %v, %d items; want none, %v, 100", st.Damage, st.Oldest, st.Items, all[500])
+			}
+			l.Close()
+		}
+		if r, err := Verify(dir); err != nil || !r.Clean() {
+			t.Fatalf("verify: %+v %v", r, err)
+		}
+		// What retention kept is the log's start: losing the oldest file left is a loss.
+		segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		sort.Strings(segs)
+		fr := framesOf(t, segs[0])
+		os.Remove(segs[0])
+		os.Remove(idxPath(segs[0]))
+		l = openT(t, Options{Dir: dir, SegmentBytes: 4 << 10})
+		if st := l.Stats(); len(st.Damage) != 1 || st.Damage[0].Last != fr[len(fr)-1].seq || st.Damage[0].First > 501 {
+			t.Fatalf("the oldest retained file deleted: damage %+v, want up to %d", st.Damage, fr[len(fr)-1].seq)
+		}
+	})
+}
+
+// A log written before the low-water mark existed opens as it did: it is taken to start at
+// its oldest segment file, and the mark is written from then on.
+func TestLogWithoutLowWaterMarkOpens(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{Dir: dir, SegmentBytes: 8 << 10}
+	l := openT(t, opts)
+	all := appendN(t, l, 0, 600, 7)
+	l.Close()
+	segs := segFiles(t, dir)
+	fr := framesOf(t, segs[0])
+	os.Remove(segs[0])
+	os.Remove(idxPath(segs[0]))
+	os.Remove(filepath.Join(dir, lowMark.file))
+	if r, err := Verify(dir); err != nil || !r.Clean() || !strings.Contains(strings.Join(r.Notes, "\n"), "no low-water mark file") {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	l = openT(t, opts)
+	first := fr[len(fr)-1].seq + 1
+	if st := l.Stats(); len(st.Damage) != 0 || st.Oldest != all[first-1] {
+		t.Fatalf("damage %+v, oldest %v; want none, %v", st.Damage, st.Oldest, all[first-1])
+	}
+	l.Close()
+	if st, err := readMark(dir, lowMark); err != nil || !st.known || st.seq != first {
+		t.Fatalf("the low-water mark: %+v %v; want %d", st, err, first)
+	}
+}
+
+// Retention moves the low-water mark, durably, before it deletes a file: while the mark
+// cannot move, no file goes; and files a crash left below the mark are set aside on open
+// (their records are not served again) and deleted.
+func TestLowWaterMarkMovesBeforeFilesGo(t *testing.T) {
+	dir := t.TempDir()
+	var logs logBuf
+	l := openT(t, Options{Dir: dir, SegmentBytes: 4 << 10, MaxItems: 50, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var failing atomic.Bool
+	failing.Store(true)
+	l.lwm.sync = func(f *os.File) error {
+		if failing.Load() {
+			return syscall.EIO
+		}
+		return dataSync(f)
+	}
+	appendN(t, l, 0, 300, 5)
+	waitFor(t, func() bool { return strings.Contains(logs.String(), "low-water mark cannot be moved") }, "a failed move logged")
+	oldest := filepath.Join(dir, fmt.Sprintf("%020d.seg", 1))
+	if _, err := os.Stat(oldest); err != nil {
+		t.Fatalf("a file was deleted while the low-water mark could not move: %v", err)
+	}
+	if st, err := readMark(dir, lowMark); err != nil || st.seq != 1 {
+		t.Fatalf("the low-water mark on disk: %+v %v; want 1", st, err)
+	}
+	failing.Store(false)
+	waitFor(t, func() bool { _, err := os.Stat(oldest); return err != nil }, "old files deleted")
+	l.Close()
+	lw, err := readMark(dir, lowMark)
+	if err != nil || lw.seq <= 1 {
+		t.Fatalf("the low-water mark after retention: %+v %v", lw, err)
+	}
+	l = openT(t, Options{Dir: dir, SegmentBytes: 4 << 10})
+	if st := l.Stats(); len(st.Damage) != 0 || st.Oldest.Seq != lw.seq || st.Items != 300-lw.seq+1 {
+		t.Fatalf("reopened: damage %+v, oldest %v, %d items; want none, from %d", st.Damage, st.Oldest, st.Items, lw.seq)
+	}
+	l.Close()
+
+	// A crash after the mark moved and before the files went: they are set aside, then deleted.
+	dir = t.TempDir()
+	l = openT(t, Options{Dir: dir, SegmentBytes: 4 << 10})
+	appendN(t, l, 0, 300, 5)
+	l.Close()
+	m, err := openMark(dir, lowMark, 150, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.close()
+	l = openT(t, Options{Dir: dir, SegmentBytes: 4 << 10})
+	p, err := l.Read(ctx, Query{Max: 1000, Ascending: true})
+	if err != nil || len(p.Items) != 151 || p.Items[0].Cursor.Seq != 150 || p.Oldest.Seq != 150 || len(l.Stats().Damage) != 0 {
+		t.Fatalf("files below the mark: %d items from %v (%v), oldest %v, damage %v", len(p.Items), first(p.Items), err, p.Oldest, l.Stats().Damage)
+	}
+	waitFor(t, func() bool {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		sort.Strings(names)
+		base, _ := baseFromName(names[1])
+		return base > 150
+	}, "the files below the mark deleted")
+}
+
+func first(items []Item) cursor.Cursor {
+	if len(items) == 0 {
+		return cursor.Cursor{}
+	}
+	return items[0].Cursor
 }

@@ -70,8 +70,14 @@ func (l *Log) open() error {
 	if len(l.damage) > 0 && l.damage[0].First < l.low {
 		l.low = l.damage[0].First // a damaged start is part of the log, not of what retention dropped
 	}
+	if mk.low.known {
+		l.low = min(mk.low.seq, l.wnext) // records below it were dropped by retention
+	}
 	if l.hwm, err = hwmOpen(l.opts.Dir, l.committed, l.headTS); err != nil {
 		return fmt.Errorf("high-water mark: %w", err)
+	}
+	if l.lwm, err = openMark(l.opts.Dir, lowMark, l.low, 0); err != nil {
+		return fmt.Errorf("low-water mark: %w", err)
 	}
 	for _, d := range l.damage {
 		l.log.Error("eventlog: events lost to damage; readers are told of the loss, and the intact events around it stay readable",
@@ -103,7 +109,7 @@ func (ld *loaded) release() {
 
 // marks is what the mark files said when the log was opened.
 type marks struct {
-	high markState
+	high, low markState
 }
 
 // readMarks reads the marks in dir; an empty file (see markState) is logged and taken as none.
@@ -113,15 +119,24 @@ func readMarks(dir string, log logger) (marks, error) {
 	if mk.high, err = readMark(dir, highMark); err != nil {
 		return mk, err
 	}
-	if mk.high.empty {
-		log.Warn("eventlog: the high-water mark file is empty (an earlier version was stopped while creating it on the log's first start): the log is read without it, and the file is written anew", "file", filepath.Join(dir, highMark.file))
+	if mk.low, err = readMark(dir, lowMark); err != nil {
+		return mk, err
+	}
+	for _, m := range []struct {
+		st markState
+		k  markKind
+	}{{mk.high, highMark}, {mk.low, lowMark}} {
+		if m.st.empty {
+			log.Warn("eventlog: a mark file is empty (an earlier version was stopped while creating it on the log's first start): the log is read without it, and the file is written anew", "file", filepath.Join(dir, m.k.file))
+		}
 	}
 	return mk, nil
 }
 
 // loadDir opens every segment file of dir. The high-water mark (when known) is the highest
 // sequence number the log ever committed: records up to it were acknowledged, those beyond
-// it never.
+// it never. The low-water mark (when known) is where the log starts: records from it on that
+// no file holds are lost; records below it, dropped by retention, are set aside.
 // Only a torn tail of the last file (records beyond every acknowledged one) is cut off; all
 // other damage is kept in place and described. With verify, nothing is changed (what would
 // be is told to log), and every file is read whole, whatever its index file says.
@@ -135,9 +150,14 @@ func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
 	ld := &loaded{}
 	var (
 		prev   *segment // the last intact run so far
-		expect uint64   // the sequence number the next file should start at; 0: any
+		next   uint64   // the sequence number after the last file's records; 0: no file yet
+		start  uint64   // where the log starts (the low-water mark); 0: where its files start
 		broken *openedFile
 	)
+	if mk.low.known && mk.low.seq > 0 {
+		start = mk.low.seq
+		ld.lastSeq = start - 1
+	}
 	lost := func(first, last uint64, next *segment, reason string) {
 		d := gapDamage(prev, first, last, next)
 		d.Reason = reason
@@ -157,11 +177,15 @@ func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
 			continue
 		}
 		ld.lastTS = max(ld.lastTS, of.floorTS)
-		if expect != 0 && of.base < expect {
+		if next != 0 && of.base < next {
 			of.release()
 			return ld, fmt.Errorf("segment file %s starts at sequence number %d, which an earlier file holds: the data directory holds files of another log, or a file was copied in; move the one that does not belong out of %s", name, of.base, dir)
 		}
-		if expect != 0 && of.base > expect {
+		switch expect := max(next, start); {
+		case expect == 0 || of.base <= expect:
+		case next == 0:
+			lost(expect, of.base-1, of.first(), fmt.Sprintf("the log starts at sequence number %d (its low-water mark), and no segment file holds these records: the oldest files are missing", start))
+		default:
 			lost(expect, of.base-1, of.first(), "no segment file holds these records: a file is missing")
 		}
 		if p := of.first(); p != nil && p.count > 0 && p.base > of.base {
@@ -176,15 +200,15 @@ func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
 		broken = nil
 		if p := of.lastRecords(); p != nil {
 			prev = p
-			expect = p.lastSeq() + 1
+			next = p.lastSeq() + 1
 			ld.lastTS = max(ld.lastTS, p.lastTS)
 		} else {
-			expect = max(expect, of.base) // no intact record: the file's records are lost
+			next = max(next, of.base) // no intact record: the file's records are lost
 		}
 		if of.stop < of.size {
 			broken = of
 		}
-		ld.lastSeq = max(ld.lastSeq, expect-1)
+		ld.lastSeq = max(ld.lastSeq, next-1)
 		if last && of.active {
 			ld.active = of.pieces[0]
 		}
@@ -195,7 +219,24 @@ func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
 		ld.lastSeq = hwmSeq
 		ld.active = nil
 	}
+	if start > 0 {
+		ld.damage = damageFrom(ld.damage, start)
+	}
 	return ld, nil
+}
+
+// damageFrom is the part of the lost ranges at or above seq: what lies below was dropped by
+// retention.
+func damageFrom(ds []Damage, seq uint64) []Damage {
+	i := 0
+	for i < len(ds) && ds[i].Last < seq {
+		i++
+	}
+	ds = ds[i:]
+	if len(ds) > 0 && ds[0].First < seq {
+		ds[0].First = seq
+	}
+	return ds
 }
 
 // around fills in the intact cursors around a damaged range inside a file.

@@ -17,6 +17,7 @@ type Report struct {
 	Records  uint64 // intact records
 	Damage   []Damage
 	HighMark uint64 // the highest sequence number the log committed; 0 when it does not say
+	LowMark  uint64 // where the log starts (retention dropped what was below); 0 when it does not say
 	// Notes are what opening the log would change or set aside without losing an event: a
 	// torn tail (never acknowledged) cut off, index files that no longer match, leftovers.
 	Notes []string
@@ -45,18 +46,27 @@ func Verify(dir string) (*Report, error) {
 	defer lock.Unlock()
 	r := &Report{Dir: dir}
 	var mk marks
-	var me *markError
-	switch mk.high, err = readMark(dir, highMark); {
-	case errors.As(err, &me):
-		r.Problems = append(r.Problems, fmt.Sprintf("the %s file %s is damaged (neither of its two copies is intact): the node will not open the log until it is removed; without it, %s", me.kind.what, me.path, highMark.without()))
-	case err != nil:
-		return nil, err
-	case mk.high.known:
+	for _, m := range []struct {
+		st *markState
+		k  markKind
+	}{{&mk.high, highMark}, {&mk.low, lowMark}} {
+		var me *markError
+		switch *m.st, err = readMark(dir, m.k); {
+		case errors.As(err, &me):
+			r.Problems = append(r.Problems, fmt.Sprintf("the %s file %s is damaged (neither of its two copies is intact): the node will not open the log until it is removed; without it, %s", m.k.what, me.path, m.k.without))
+		case err != nil:
+			return nil, err
+		case m.st.empty:
+			r.Notes = append(r.Notes, fmt.Sprintf("the %s file is empty (an earlier version was stopped while creating it): opening writes it anew; until then %s", m.k.what, m.k.without))
+		case !m.st.known:
+			r.Notes = append(r.Notes, fmt.Sprintf("no %s file: %s", m.k.what, m.k.without))
+		}
+	}
+	if mk.high.known {
 		r.HighMark = mk.high.seq
-	case mk.high.empty:
-		r.Notes = append(r.Notes, fmt.Sprintf("the %s file is empty (an earlier version was stopped while creating it): opening writes it anew; until then %s", highMark.what, highMark.without()))
-	default:
-		r.Notes = append(r.Notes, "no high-water mark file: "+highMark.without())
+	}
+	if mk.low.known {
+		r.LowMark = mk.low.seq
 	}
 	notes := &noteLog{}
 	ld, err := loadDir(dir, mk, notes, true)
