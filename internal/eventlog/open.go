@@ -321,7 +321,7 @@ func openFile(path string, last bool, hwmSeq uint64, hwmKnown bool, log logger, 
 	base, floorTS, herr := parseSegHeader(hdr[:n])
 	switch {
 	case herr == nil:
-	case n < segHeaderSize && last && nameErr == nil:
+	case n < segHeaderSize && last && nameErr == nil && unwritten(hdr[:n], nameBase):
 		// Created but never written: a crash while rolling. Start it again.
 		f.Close()
 		log.Warn("eventlog: removing an incomplete segment", "file", path, "bytes", of.size)
@@ -332,6 +332,16 @@ func openFile(path string, last bool, hwmSeq uint64, hwmKnown bool, log logger, 
 		return of, os.Remove(path)
 	case nameErr == nil:
 		// The header is damaged; the records may not be. The name says where they start.
+		// A file with no record of the log in it and not only zeros (what a file system
+		// leaves of a file whose content it lost) is not one of the log's: it is refused,
+		// not cut back or counted as lost events.
+		if ours, err := holdsRecords(f, path, of.size, nameBase); err != nil || !ours {
+			f.Close()
+			if err == nil {
+				err = fmt.Errorf("segment file %s is not an evtctl segment: its header does not read, and no record in it does (it was not changed); move it out of %s — if it was a file of this log, the node then reports its events as lost", path, filepath.Dir(path))
+			}
+			return of, err
+		}
 		log.Error("eventlog: a segment file's header is damaged; reading its records by the base in its name", "file", path, "err", herr)
 		base, floorTS = nameBase, 0
 	default:
@@ -496,6 +506,40 @@ func (s *segment) offsetOf(f io.ReaderAt, seq uint64) int64 {
 		off += int64(r.size)
 	}
 	return off
+}
+
+// unwritten reports whether the first bytes of a file are what creating a segment at base
+// writes, or zeros: a segment created and not yet written when a crash came.
+func unwritten(b []byte, base uint64) bool {
+	want := segHeader(base, 0)[:16] // the magic, version and base; the time may be any
+	zero, match := true, true
+	for i, c := range b {
+		zero = zero && c == 0
+		match = match && (i >= len(want) || c == want[i])
+	}
+	return zero || match
+}
+
+// holdsRecords reports whether a file whose header does not read holds a record of a log
+// whose records start at base, or is all zeros.
+func holdsRecords(f io.ReaderAt, path string, size int64, base uint64) (bool, error) {
+	fs, err := scanFile(f, path, size, base, 0)
+	if err != nil || len(fs.pieces) > 0 {
+		return err == nil, err
+	}
+	buf := make([]byte, readChunk)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := f.ReadAt(buf, off)
+		if n == 0 && err != nil {
+			return false, fmt.Errorf("read segment %s: %w", path, err)
+		}
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func baseFromName(path string) (uint64, error) {
