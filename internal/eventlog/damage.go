@@ -347,6 +347,7 @@ func (l *Log) fence(seg *segment) bool {
 	if len(found) == 0 {
 		return false
 	}
+	found = mergeDamage(nil, found...) // a bad first record is also the start of the file
 	for j, p := range fs.pieces {
 		p.f = h.another()
 		p.refs.Store(1)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -306,4 +307,129 @@ func first(items []Item) cursor.Cursor {
 		return cursor.Cursor{}
 	}
 	return items[0].Cursor
+}
+
+// A reader from the start of a log whose start is lost is told: the first forward read stops
+// before the lost range with a position to resume from, and the read from there says where
+// the log starts now (Oldest), which does not follow it — cursor.Lost — as for a loss
+// anywhere else.
+func TestLostStartIsToldToReadersFromTheStart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// damage changes the closed log and returns the first sequence number left.
+		damage func(t *testing.T, dir string) uint64
+	}{
+		{"first record damaged", func(t *testing.T, dir string) uint64 {
+			flipIn(t, segFiles(t, dir)[0], 0)
+			return 2
+		}},
+		{"oldest segment deleted", func(t *testing.T, dir string) uint64 {
+			seg := segFiles(t, dir)[0]
+			fr := framesOf(t, seg)
+			os.Remove(seg)
+			os.Remove(idxPath(seg))
+			return fr[len(fr)-1].seq + 1
+		}},
+		{"every segment deleted", func(t *testing.T, dir string) uint64 {
+			for _, seg := range segFiles(t, dir) {
+				os.Remove(seg)
+				os.Remove(idxPath(seg))
+			}
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{Dir: dir, SegmentBytes: 8 << 10}
+			l := openT(t, opts)
+			all := appendN(t, l, 0, 300, 5)
+			l.Close()
+			left := tc.damage(t, dir)
+			l = openT(t, opts)
+			waitChecked(t, l)
+			p, err := l.Read(ctx, Query{Max: 10, Ascending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resume := p.Resume
+			if len(p.Items) != 0 || !p.More || !p.AtLoss || resume.IsZero() || resume.Seq != 0 || left > 0 && !resume.Before(all[left-1]) {
+				t.Fatalf("from the start: %d items, more %v, at loss %v, resume %v; want none, a stop before sequence number 1", len(p.Items), p.More, p.AtLoss, resume)
+			}
+			p, err = l.Read(ctx, Query{After: resume, Max: 10, Ascending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case left == 0:
+				// Nothing is left: the log reads as emptied, its newest past the resume position.
+				if len(p.Items) != 0 || !p.Oldest.IsZero() || p.Newest != all[299] {
+					t.Fatalf("after %v: %d items, oldest %v, newest %v", resume, len(p.Items), p.Oldest, p.Newest)
+				}
+			default:
+				if len(p.Items) != 10 || p.Items[0].Cursor != all[left-1] || p.Oldest != all[left-1] || !cursor.Lost(resume.String(), p.Oldest.String()) {
+					t.Fatalf("after %v: %d items from %v, oldest %v; want from %v, told of the loss", resume, len(p.Items), first(p.Items), p.Oldest, all[left-1])
+				}
+			}
+			// A reader with a position is not stopped there again; newest first reads are as
+			// they were.
+			p, err = l.Read(ctx, Query{Max: 10})
+			if err != nil || len(p.Items) == 0 && left > 0 {
+				t.Fatalf("newest first: %d items (%v)", len(p.Items), err)
+			}
+		})
+	}
+}
+
+// The time window drops a range lost to damage only once the record after it expires: the
+// lost records' times are not known, only that they are not later than that record's. (Else
+// a lost start is forgotten as soon as the log is opened, and a lost range in the middle as
+// soon as the record before it expires, while its events would still be kept.)
+func TestWindowKeepsLostRangesItCannotDate(t *testing.T) {
+	var clk clock
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk.ns.Store(t0.UnixNano())
+	dir := t.TempDir()
+	opts := Options{Dir: dir, SegmentBytes: 4 << 10, Window: 2 * time.Minute, Now: clk.now}
+	l := openT(t, opts)
+	appendN(t, l, 0, 100, 5)
+	clk.add(60 * time.Second)
+	appendN(t, l, 100, 100, 5)
+	l.Close()
+	// The oldest file, and the first file of the later events.
+	segs := segFiles(t, dir)
+	var later string
+	for _, seg := range segs {
+		if fr := framesOf(t, seg); fr[0].seq > 100 {
+			later = seg
+			break
+		}
+	}
+	lost := func(seg string) (uint64, uint64) {
+		fr := framesOf(t, seg)
+		os.Remove(seg)
+		os.Remove(idxPath(seg))
+		return fr[0].seq, fr[len(fr)-1].seq
+	}
+	_, l1 := lost(segs[0])
+	f2, l2 := lost(later)
+
+	clk.add(10 * time.Second) // nothing has expired
+	l = openT(t, opts)
+	if st := l.Stats(); len(st.Damage) != 2 || st.Damage[0].First != 1 || st.Damage[1].First != f2 {
+		t.Fatalf("nothing expired: damage %+v, want 1..%d and %d..%d", st.Damage, l1, f2, l2)
+	}
+	clk.add(60 * time.Second) // the first 100 events expired; the later ones not
+	if err := l.applyWindow(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); len(st.Damage) != 1 || st.Damage[0].First != f2 {
+		t.Fatalf("the earlier events expired: damage %+v, want %d..%d", st.Damage, f2, l2)
+	}
+	clk.add(time.Hour) // everything expired
+	if err := l.applyWindow(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); len(st.Damage) != 0 || st.Items != 0 {
+		t.Fatalf("everything expired: damage %+v, %d items", st.Damage, st.Items)
+	}
 }

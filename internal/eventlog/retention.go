@@ -97,10 +97,14 @@ func (l *Log) applyWindow() error {
 		if err != nil {
 			return err
 		}
-		if p.si >= len(sn.segs) {
-			newLow = sn.committed + 1
-		} else {
-			newLow = sn.segs[p.si].s.base + p.ri
+		newLow = sn.seqAt(p)
+		// Records lost to damage have no known time, only that they are not later than the
+		// intact record after them: a lost range right before the first record kept (or at
+		// the end, when the newest record is lost and has not expired) is kept too.
+		if d := sn.damageBefore(newLow); d != nil && d.Last >= sn.low {
+			if next, _ := sn.after(d); next == p {
+				newLow = max(d.First, sn.low)
+			}
 		}
 	}
 	l.mu.Lock()
