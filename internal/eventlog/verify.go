@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,20 +31,34 @@ type Report struct {
 func (r *Report) Clean() bool { return len(r.Damage) == 0 }
 
 // Verify reads every record of the log in dir — every file whole, whatever its index file
-// says — and reports each range of events lost to damage, changing nothing. A running node
-// holds the directory: stop it, or verify a copy.
+// says — and reports each range of events lost to damage, changing nothing. It needs no write
+// access: it creates nothing, and takes a shared lock on the LOCK file when there is one, so
+// that a running node's directory is refused (stop it, or verify a copy) and a read-only copy
+// is read. A directory that holds no log (no segment file, no mark file) is refused.
 func Verify(dir string) (*Report, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, err
-	}
-	lock, err := atomicfile.TryLock(filepath.Join(dir, "LOCK"))
-	if errors.Is(err, atomicfile.ErrLocked) {
-		return nil, fmt.Errorf("data directory %s is in use by a running node: stop it, or verify a copy of the directory", dir)
-	}
+	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("lock data directory: %w", err)
+		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	defer lock.Unlock()
+	if !st.IsDir() {
+		return nil, fmt.Errorf("data directory %s is not a directory", dir)
+	}
+	lock, err := atomicfile.TryShared(filepath.Join(dir, "LOCK"))
+	switch {
+	case errors.Is(err, atomicfile.ErrLocked):
+		return nil, fmt.Errorf("data directory %s is in use by a running node: stop it, or verify a copy of the directory", dir)
+	case errors.Is(err, fs.ErrNotExist):
+		// No node has run here (or the copy left the file out): none runs now.
+	case err != nil:
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	default:
+		defer lock.Unlock()
+	}
+	if ok, err := holdsLog(dir); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("data directory %s holds no evtctl log: no segment file (*.seg), no %s or %s file; is --data-dir right?", dir, highMark.file, lowMark.file)
+	}
 	r := &Report{Dir: dir}
 	var mk marks
 	for _, m := range []struct {
@@ -82,6 +97,22 @@ func Verify(dir string) (*Report, error) {
 	r.Damage = ld.damage
 	r.Notes = append(r.Notes, notes.notes...)
 	return r, nil
+}
+
+// holdsLog reports whether dir holds anything of a log: a segment file or a mark file.
+func holdsLog(dir string) (bool, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err != nil || len(names) > 0 {
+		return len(names) > 0, err
+	}
+	for _, k := range []markKind{highMark, lowMark} {
+		if _, err := os.Lstat(filepath.Join(dir, k.file)); err == nil {
+			return true, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // noteLog collects what opening would log as warnings, as sentences.
