@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -477,11 +478,26 @@ func (fs *fileScan) cut(seq uint64) {
 		}
 		return
 	}
+	ts := p.tsOf(fs.f, seq)
 	end := fs.endOf(seq)
 	p.count = seq - p.base + 1
 	p.size = end
+	p.lastTS = ts
 	p.index = p.index[:(p.count+blockRecords-1)/blockRecords]
 	fs.stop = end
+}
+
+// tsOf reads the timestamp of record seq of s from f.
+func (s *segment) tsOf(f io.ReaderAt, seq uint64) int64 {
+	var b [frameHeader + atSeq]byte
+	off := s.offsetOf(f, seq)
+	if off < segHeaderSize {
+		return s.lastTS // not read back: offsetOf says 0
+	}
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return s.lastTS
+	}
+	return int64(binary.LittleEndian.Uint64(b[frameHeader+atTS:]))
 }
 
 // offsetOf finds where record seq of s starts by reading its block from f.
