@@ -187,7 +187,7 @@ func scanRange(f io.ReaderAt, path string, from, size int64, base uint64, floorT
 	if cur != nil {
 		fs.pieces = append(fs.pieces, cur)
 	}
-	fs.stop = off
+	fs.stop = min(off, size) // a file shorter than its header holds nothing after it
 	return fs, nil
 }
 
