@@ -218,7 +218,7 @@ func TestTornTailIsTruncated(t *testing.T) {
 func setHighWater(t *testing.T, dir string, seq uint64, ts int64) {
 	t.Helper()
 	os.Remove(filepath.Join(dir, highMark.file))
-	h, err := hwmOpen(dir, seq, ts)
+	h, err := openMark(dir, highMark, seq, ts)
 	if err != nil {
 		t.Fatal(err)
 	}

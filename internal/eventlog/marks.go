@@ -104,12 +104,6 @@ func (e *markError) Error() string {
 	return fmt.Sprintf("the %s file %s is damaged: neither of its two copies is intact, so %s is unknown; run evtctl serve --verify --data-dir %s to see the state of the log, and remove the file only if losing that knowledge is acceptable", e.kind.what, e.path, e.kind.unknown, e.dir)
 }
 
-// hwmRead reads the high-water mark in dir.
-func hwmRead(dir string) (seq uint64, ts int64, ok bool, err error) {
-	st, err := readMark(dir, highMark)
-	return st.seq, st.ts, st.known, err
-}
-
 // decodeMark returns the newer intact slot of a mark file.
 func decodeMark(b []byte, magic string) (counter, seq uint64, ts int64, ok bool) {
 	if len(b) != markFileSize || string(b[:4]) != magic {
@@ -157,11 +151,6 @@ func openMark(dir string, k markKind, seq uint64, ts int64) (*mark, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// hwmOpen opens the high-water mark in dir, holding seq and ts.
-func hwmOpen(dir string, seq uint64, ts int64) (*mark, error) {
-	return openMark(dir, highMark, seq, ts)
 }
 
 func (m *mark) fill(s []byte) {

@@ -44,8 +44,8 @@ func TestEmptyHighWaterFileOpens(t *testing.T) {
 		t.Fatalf("the empty mark file was not logged: %s", logs.String())
 	}
 	l2.Close()
-	if seq, _, ok, err := hwmRead(dir); err != nil || !ok || seq != 30 {
-		t.Fatalf("the mark was not written anew: %d %v %v", seq, ok, err)
+	if st, err := readMark(dir, highMark); err != nil || !st.known || st.seq != 30 {
+		t.Fatalf("the mark was not written anew: %+v %v", st, err)
 	}
 }
 
@@ -97,14 +97,14 @@ func TestHighWaterSyncFailureRestoresTheMark(t *testing.T) {
 			if _, err := l.Append(ctx, []Entry{ev(20), ev(21), ev(22)}); !errors.Is(err, tc.as) {
 				t.Fatalf("an append whose mark did not sync: %v", err)
 			}
-			if seq, _, _, err := hwmRead(dir); err != nil || seq != 20 {
-				t.Fatalf("the mark on disk says %d (%v), want 20", seq, err)
+			if st, err := readMark(dir, highMark); err != nil || st.seq != 20 {
+				t.Fatalf("the mark on disk says %d (%v), want 20", st.seq, err)
 			}
 			want := cs
 			if errno == syscall.ENOSPC {
 				want = append(want, appendN(t, l, 30, 2, 2)...)
-				if seq, _, _, err := hwmRead(dir); err != nil || seq != want[len(want)-1].Seq {
-					t.Fatalf("after the next append the mark says %d (%v), want %d", seq, err, want[len(want)-1].Seq)
+				if st, err := readMark(dir, highMark); err != nil || st.seq != want[len(want)-1].Seq {
+					t.Fatalf("after the next append the mark says %d (%v), want %d", st.seq, err, want[len(want)-1].Seq)
 				}
 			}
 			l.Close()

@@ -74,7 +74,7 @@ func (l *Log) open() error {
 	if mk.low.known {
 		l.low = min(mk.low.seq, l.wnext) // records below it were dropped by retention
 	}
-	if l.hwm, err = hwmOpen(l.opts.Dir, l.committed, l.headTS); err != nil {
+	if l.hwm, err = openMark(l.opts.Dir, highMark, l.committed, l.headTS); err != nil {
 		return fmt.Errorf("high-water mark: %w", err)
 	}
 	if l.lwm, err = openMark(l.opts.Dir, lowMark, l.low, 0); err != nil {
