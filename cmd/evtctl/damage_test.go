@@ -19,11 +19,64 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
+
+func init() { scriptCmds["damage"] = cmdDamage }
+
+// cmdDamage copies a stopped node's data directory and damages the copy: the first record
+// flipped, the oldest segment file deleted, or every segment file deleted.
+//
+//	damage first-record|oldest-segment|every-segment DIR COPY
+func cmdDamage(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: damage first-record|oldest-segment|every-segment DIR COPY")
+	}
+	src, dst := ts.MkAbs(args[1]), ts.MkAbs(args[2])
+	ts.Check(os.MkdirAll(dst, 0o700))
+	entries, err := os.ReadDir(src)
+	ts.Check(err)
+	for _, e := range entries {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		ts.Check(err)
+		ts.Check(os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600))
+	}
+	segs, _ := filepath.Glob(filepath.Join(dst, "*.seg"))
+	slices.Sort(segs)
+	if len(segs) < 2 {
+		ts.Fatalf("damage: want a log of at least 2 segment files, got %d", len(segs))
+	}
+	remove := func(seg string) {
+		ts.Check(os.Remove(seg))
+		_ = os.Remove(strings.TrimSuffix(seg, ".seg") + ".idx")
+	}
+	switch args[0] {
+	case "first-record":
+		b, err := os.ReadFile(segs[0])
+		ts.Check(err)
+		i := bytes.Index(b, []byte(`"specversion"`)) // in the first record's event
+		if i < 0 {
+			ts.Fatalf("damage: no event in %s", segs[0])
+		}
+		b[i+3] ^= 0x21
+		ts.Check(os.WriteFile(segs[0], b, 0o600))
+	case "oldest-segment":
+		remove(segs[0])
+	case "every-segment":
+		for _, seg := range segs {
+			remove(seg)
+		}
+	default:
+		ts.Fatalf("damage: unknown damage %q", args[0])
+	}
+}
 
 // loggedEvent is one event ingested, with the cursor the node acknowledged it with.
 type loggedEvent struct {

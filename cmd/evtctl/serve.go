@@ -118,8 +118,9 @@ append cut short by a crash, never acknowledged) is cut back. A bad record, a mi
 shortened file, or acknowledged records missing at the end are fenced: the intact events
 around them stay readable, the lost range is logged as an error and shown by /healthz
 (degraded) and /metrics, and readers that reach it are told events were lost (tail --on-gap).
---verify reads the whole log in --data-dir, reports every damaged range, changes nothing, and
-exits 0 when no event was lost, 3 when some were.
+--verify reads the whole log in --data-dir, reports every damaged range and changes nothing:
+it needs only read access (a read-only copy can be checked). It exits 0 when no event was
+lost, 3 when some were, and 1 when the directory holds no log or the node would not open it.
 
 Tokens may also be given in EVTCTL_READ_TOKEN and EVTCTL_INGEST_TOKEN, which keeps them out
 of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_NATS_TOKEN.`,
@@ -167,7 +168,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.StringVar(&opts.AddrFile, "addr-file", "", "write the address the node listens on to this file once it is ready")
 	f.StringVar(&opts.DataDir, "data-dir", "", "directory of the durable log (default "+defaultDataDirHelp()+")")
 	f.BoolVar(&opts.Memory, "memory", false, "keep the log in memory only: nothing survives a restart")
-	f.BoolVar(&opts.Verify, "verify", false, "read the whole log in --data-dir, report every damaged range and exit (0: nothing lost, 3: events lost); changes nothing")
+	f.BoolVar(&opts.Verify, "verify", false, "read the whole log in --data-dir, report every damaged range and exit (0: nothing lost, 3: events lost); changes nothing, needs only read access")
 	f.DurationVar(&opts.Window, "window", 7*24*time.Hour, "drop events older than this (0 keeps them regardless of age)")
 	f.Uint64Var(&opts.MaxItems, "max-items", 0, "keep at most this many events (0: no limit)")
 	f.Var(&opts.MaxBytes, "max-bytes", "keep at most about this many bytes of events (0: no limit)")
@@ -514,6 +515,9 @@ func runVerify(opts *serveOptions) error {
 	}
 	out := opts.streams.Out
 	fmt.Fprintf(out, "%s: %s in %s", r.Dir, english.Plural(int(r.Records), "intact event"), english.Plural(r.Files, "segment file"))
+	if r.LowMark > 0 {
+		fmt.Fprintf(out, "; the log starts at sequence number %d", r.LowMark)
+	}
 	if r.HighMark > 0 {
 		fmt.Fprintf(out, "; the highest sequence number committed is %d", r.HighMark)
 	}
@@ -523,6 +527,12 @@ func runVerify(opts *serveOptions) error {
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(out, "note: %s\n", n)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(out, "problem: %s\n", p)
+	}
+	if len(r.Problems) > 0 {
+		return errors.New("the node will not open this log as it is: see the problems above")
 	}
 	if r.Clean() {
 		fmt.Fprintln(out, "no event was lost")

@@ -100,8 +100,8 @@ func SyncDir(dir string) error {
 // this one, holds the lock.
 var ErrLocked = errors.New("locked by another user")
 
-// Lock is an exclusive advisory lock on a file, typically a lock file in the directory it
-// guards. It is released by Unlock, or when the process ends, however it ends.
+// Lock is an advisory lock on a file, typically a lock file in the directory it guards:
+// exclusive (TryLock) or shared (TryShared). It is released by Unlock, or when the process ends, however it ends.
 type Lock struct {
 	fl *flock.Flock
 }
@@ -111,6 +111,23 @@ type Lock struct {
 func TryLock(path string) (*Lock, error) {
 	fl := flock.New(path, flock.SetPermissions(0o600))
 	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+	}
+	return &Lock{fl: fl}, nil
+}
+
+// TryShared takes a shared lock on the existing file at path, without waiting: any number of
+// shared locks are held at once, never beside the exclusive lock of TryLock. The file is
+// opened read-only and never created, so it needs no write access (a read-only copy of a
+// directory): when there is no file, the error wraps fs.ErrNotExist; when the exclusive lock
+// is held elsewhere, ErrLocked.
+func TryShared(path string) (*Lock, error) {
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	ok, err := fl.TryRLock()
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}

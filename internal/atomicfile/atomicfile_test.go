@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -139,4 +140,42 @@ func TestCRC32C(t *testing.T) {
 	if got := CRC32C([]byte("123456789")); got != 0xe3069283 {
 		t.Fatalf("CRC32C = %08x, want e3069283", got)
 	}
+}
+
+// Shared locks go together and exclude the exclusive one, both ways; taking one creates no
+// file.
+func TestTrySharedBesideTryLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "LOCK")
+	if _, err := TryShared(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a shared lock on no file: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("TryShared created the file")
+	}
+	l, err := TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryShared(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a shared lock beside an exclusive one: %v, want ErrLocked", err)
+	}
+	l.Unlock()
+	s1, err := TryShared(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := TryShared(path)
+	if err != nil {
+		t.Fatalf("a second shared lock: %v", err)
+	}
+	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
+		t.Fatalf("an exclusive lock beside shared ones: %v, want ErrLocked", err)
+	}
+	s1.Unlock()
+	s2.Unlock()
+	l, err = TryLock(path)
+	if err != nil {
+		t.Fatalf("once the shared locks are gone: %v", err)
+	}
+	l.Unlock()
 }

@@ -187,7 +187,7 @@ func scanRange(f io.ReaderAt, path string, from, size int64, base uint64, floorT
 	if cur != nil {
 		fs.pieces = append(fs.pieces, cur)
 	}
-	fs.stop = off
+	fs.stop = min(off, size) // a file shorter than its header holds nothing after it
 	return fs, nil
 }
 
@@ -347,6 +347,7 @@ func (l *Log) fence(seg *segment) bool {
 	if len(found) == 0 {
 		return false
 	}
+	found = mergeDamage(nil, found...) // a bad first record is also the start of the file
 	for j, p := range fs.pieces {
 		p.f = h.another()
 		p.refs.Store(1)

@@ -317,3 +317,34 @@ func dirBytes(t *testing.T, dir string) map[string][]byte {
 	}
 	return out
 }
+
+// Verify creates nothing in the directory (no LOCK file either), and refuses a directory that
+// holds no log rather than find nothing lost in it.
+func TestVerifyCreatesNothingAndRefusesNoLog(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, Options{Dir: dir, SegmentBytes: 8 << 10})
+	appendN(t, l, 0, 100, 7)
+	l.Close()
+	os.Remove(filepath.Join(dir, "LOCK"))
+	before := dirBytes(t, dir)
+	if r, err := Verify(dir); err != nil || !r.Clean() {
+		t.Fatalf("verify: %+v %v", r, err)
+	}
+	if after := dirBytes(t, dir); !maps.EqualFunc(before, after, bytes.Equal) {
+		t.Fatalf("Verify changed the directory: %v", slices.Sorted(maps.Keys(after)))
+	}
+
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("not a log"), 0o600)
+	for _, d := range []string{empty, filepath.Join(empty, "missing")} {
+		if r, err := Verify(d); err == nil || !strings.Contains(err.Error(), "holds no evtctl log") && !strings.Contains(err.Error(), "no such") {
+			t.Fatalf("verifying %s: %+v %v; want a refusal", d, r, err)
+		}
+	}
+	if r, err := Verify(empty); err == nil || !strings.Contains(err.Error(), "holds no evtctl log") {
+		t.Fatalf("verifying a directory with no log: %+v %v", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "LOCK")); err == nil {
+		t.Fatal("Verify created a LOCK file")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -169,5 +170,37 @@ func TestEnqueueAfterAFailedAppendIsNotStored(t *testing.T) {
 		if s := string(it.JSON); strings.Contains(s, `"id-900001"`) || strings.Contains(s, `"id-900002"`) {
 			t.Fatalf("a refused append was stored: %s", s)
 		}
+	}
+}
+
+// A first start that fails for want of space (the segment file fits, its high-water mark does
+// not) leaves a directory that opens once there is space: the mark is written whole or not
+// at all, never left empty.
+func TestFirstStartOnAFullDisk(t *testing.T) {
+	disk := smallDisk(t, "256k")
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(disk, &st); err != nil {
+		t.Fatal(err)
+	}
+	page := int64(st.Bsize)
+	filler := filepath.Join(disk, "filler")
+	// Room for one block: the first segment file's.
+	if err := os.WriteFile(filler, make([]byte, int64(st.Bavail)*page-page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(disk, "log")
+	if _, err := Open(Options{Dir: dir}); err == nil {
+		t.Fatal("a first start with no room for its files succeeded")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("after space was freed: %v", err)
+	}
+	defer l.Close()
+	if c := appendN(t, l, 0, 3, 3); c[0].Seq != 1 {
+		t.Fatalf("the first event got %v", c[0])
 	}
 }

@@ -87,9 +87,13 @@ type Log struct {
 	wsize   int64 // bytes written to the active segment
 	wcount  uint64
 	wbuf    []byte
-	hwm     *highWater // nil in memory
+	hwm     *mark // the high-water mark; nil in memory
 	dedupe  *dedupe
 	dropped int64
+
+	// pruner-owned state
+	lwm    *mark // the low-water mark; nil in memory
+	lwmErr error // why the low-water mark did not move, when it did not
 
 	appended, appendedBytes, duplicates atomic.Uint64
 }
@@ -132,6 +136,8 @@ func Open(opts Options) (*Log, error) {
 		dedupe:  newDedupe(opts.DedupeWindow, opts.DedupeMax),
 	}
 	if err := l.open(); err != nil {
+		_ = l.hwm.close()
+		_ = l.lwm.close()
 		if l.lock != nil {
 			_ = l.lock.Unlock()
 		}
@@ -410,7 +416,8 @@ func (l *Log) commitGroup(group []*appendReq) {
 			err = l.hwm.set(l.wnext-1, l.wlastTS, l.opts.Sync == SyncAlways)
 		}
 		if err != nil {
-			// Undo: the group is not stored; the file goes back to where it was.
+			// Undo: the group is not stored; the file goes back to where it was (the mark
+			// has put itself back).
 			for _, a := range added {
 				l.dedupe.remove(a.k, a.seq)
 			}
@@ -655,6 +662,9 @@ func (l *Log) Close() error {
 	}
 	if herr := l.hwm.close(); herr != nil && err == nil {
 		err = herr
+	}
+	if lerr := l.lwm.close(); lerr != nil && err == nil {
+		err = lerr
 	}
 	if l.lock != nil {
 		if uerr := l.lock.Unlock(); err == nil {

@@ -217,8 +217,8 @@ func TestTornTailIsTruncated(t *testing.T) {
 // setHighWater rewrites a closed log's high-water mark.
 func setHighWater(t *testing.T, dir string, seq uint64, ts int64) {
 	t.Helper()
-	os.Remove(filepath.Join(dir, hwmName))
-	h, err := hwmOpen(dir, seq, ts)
+	os.Remove(filepath.Join(dir, highMark.file))
+	h, err := openMark(dir, highMark, seq, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,5 +334,36 @@ func TestSecondOpenOfDirFails(t *testing.T) {
 	openT(t, Options{Dir: dir})
 	if _, err := Open(Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second Open: %v", err)
+	}
+}
+
+// A torn append cut off on open leaves the log's newest cursor at the last record kept — its
+// sequence number and its time — not at the time of a record cut off.
+func TestTornTailLeavesNewestAtTheLastRecordKept(t *testing.T) {
+	for _, acked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mark known=%v", acked), func(t *testing.T) {
+			var clk clock
+			clk.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+			dir := t.TempDir()
+			opts := Options{Dir: dir, Now: clk.now}
+			l := openT(t, opts)
+			kept := appendN(t, l, 0, 20, 5)
+			clk.add(time.Second)
+			appendN(t, l, 20, 4, 4) // one append, torn below
+			l.Close()
+			if acked {
+				setHighWater(t, dir, 20, kept[19].TS)
+			} else {
+				os.Remove(filepath.Join(dir, highMark.file))
+			}
+			seg := lastSegment(t, dir)
+			b, _ := os.ReadFile(seg)
+			os.WriteFile(seg, b[:len(b)-7], 0o600)
+			l = openT(t, opts)
+			p, err := l.Read(ctx, Query{Max: 1})
+			if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != kept[19] || p.Newest != kept[19] || l.Stats().Newest != kept[19] {
+				t.Fatalf("after the torn append was cut: %v (%v), newest %v; want %v", p.Items, err, p.Newest, kept[19])
+			}
+		})
 	}
 }

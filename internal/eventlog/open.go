@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -34,11 +35,11 @@ func (l *Log) open() error {
 	if _, err := atomicfile.RemoveTemps(l.opts.Dir); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	hwmSeq, hwmTS, hwmKnown, err := hwmRead(l.opts.Dir)
+	mk, err := readMarks(l.opts.Dir, l.log)
 	if err != nil {
 		return err
 	}
-	ld, err := loadDir(l.opts.Dir, hwmSeq, hwmKnown, l.log, false)
+	ld, err := loadDir(l.opts.Dir, mk, l.log, false)
 	if err != nil {
 		ld.release()
 		return err
@@ -48,8 +49,8 @@ func (l *Log) open() error {
 	l.segs = ld.segs
 	// Sequences continue above every record ever committed, intact or lost; timestamps
 	// never go back.
-	l.wnext = max(ld.lastSeq, hwmSeq) + 1
-	l.wlastTS = max(ld.lastTS, hwmTS)
+	l.wnext = max(ld.lastSeq, mk.high.seq) + 1
+	l.wlastTS = max(ld.lastTS, mk.high.ts)
 	if ld.active == nil {
 		s, err := createSegment(l.opts.Dir, l.wnext, l.wlastTS)
 		if err != nil {
@@ -70,8 +71,14 @@ func (l *Log) open() error {
 	if len(l.damage) > 0 && l.damage[0].First < l.low {
 		l.low = l.damage[0].First // a damaged start is part of the log, not of what retention dropped
 	}
-	if l.hwm, err = hwmOpen(l.opts.Dir, l.committed, l.headTS); err != nil {
+	if mk.low.known {
+		l.low = min(mk.low.seq, l.wnext) // records below it were dropped by retention
+	}
+	if l.hwm, err = openMark(l.opts.Dir, highMark, l.committed, l.headTS); err != nil {
 		return fmt.Errorf("high-water mark: %w", err)
+	}
+	if l.lwm, err = openMark(l.opts.Dir, lowMark, l.low, 0); err != nil {
+		return fmt.Errorf("low-water mark: %w", err)
 	}
 	for _, d := range l.damage {
 		l.log.Error("eventlog: events lost to damage; readers are told of the loss, and the intact events around it stay readable",
@@ -101,12 +108,41 @@ func (ld *loaded) release() {
 	}
 }
 
-// loadDir opens every segment file of dir. hwmSeq (when hwmKnown) is the highest sequence
-// number the log ever committed: records up to it were acknowledged, those beyond it never.
+// marks is what the mark files said when the log was opened.
+type marks struct {
+	high, low markState
+}
+
+// readMarks reads the marks in dir; an empty file (see markState) is logged and taken as none.
+func readMarks(dir string, log logger) (marks, error) {
+	var mk marks
+	var err error
+	if mk.high, err = readMark(dir, highMark); err != nil {
+		return mk, err
+	}
+	if mk.low, err = readMark(dir, lowMark); err != nil {
+		return mk, err
+	}
+	for _, m := range []struct {
+		st markState
+		k  markKind
+	}{{mk.high, highMark}, {mk.low, lowMark}} {
+		if m.st.empty {
+			log.Warn("eventlog: a mark file is empty (an earlier version was stopped while creating it on the log's first start): the log is read without it, and the file is written anew", "file", filepath.Join(dir, m.k.file))
+		}
+	}
+	return mk, nil
+}
+
+// loadDir opens every segment file of dir. The high-water mark (when known) is the highest
+// sequence number the log ever committed: records up to it were acknowledged, those beyond
+// it never. The low-water mark (when known) is where the log starts: records from it on that
+// no file holds are lost; records below it, dropped by retention, are set aside.
 // Only a torn tail of the last file (records beyond every acknowledged one) is cut off; all
 // other damage is kept in place and described. With verify, nothing is changed (what would
 // be is told to log), and every file is read whole, whatever its index file says.
-func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) (*loaded, error) {
+func loadDir(dir string, mk marks, log logger, verify bool) (*loaded, error) {
+	hwmSeq, hwmKnown := mk.high.seq, mk.high.known
 	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if err != nil {
 		return &loaded{}, err
@@ -115,9 +151,14 @@ func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) 
 	ld := &loaded{}
 	var (
 		prev   *segment // the last intact run so far
-		expect uint64   // the sequence number the next file should start at; 0: any
+		next   uint64   // the sequence number after the last file's records; 0: no file yet
+		start  uint64   // where the log starts (the low-water mark); 0: where its files start
 		broken *openedFile
 	)
+	if mk.low.known && mk.low.seq > 0 {
+		start = mk.low.seq
+		ld.lastSeq = start - 1
+	}
 	lost := func(first, last uint64, next *segment, reason string) {
 		d := gapDamage(prev, first, last, next)
 		d.Reason = reason
@@ -137,11 +178,15 @@ func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) 
 			continue
 		}
 		ld.lastTS = max(ld.lastTS, of.floorTS)
-		if expect != 0 && of.base < expect {
+		if next != 0 && of.base < next {
 			of.release()
 			return ld, fmt.Errorf("segment file %s starts at sequence number %d, which an earlier file holds: the data directory holds files of another log, or a file was copied in; move the one that does not belong out of %s", name, of.base, dir)
 		}
-		if expect != 0 && of.base > expect {
+		switch expect := max(next, start); {
+		case expect == 0 || of.base <= expect:
+		case next == 0:
+			lost(expect, of.base-1, of.first(), fmt.Sprintf("the log starts at sequence number %d (its low-water mark), and no segment file holds these records: the oldest files are missing", start))
+		default:
 			lost(expect, of.base-1, of.first(), "no segment file holds these records: a file is missing")
 		}
 		if p := of.first(); p != nil && p.count > 0 && p.base > of.base {
@@ -156,15 +201,15 @@ func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) 
 		broken = nil
 		if p := of.lastRecords(); p != nil {
 			prev = p
-			expect = p.lastSeq() + 1
+			next = p.lastSeq() + 1
 			ld.lastTS = max(ld.lastTS, p.lastTS)
 		} else {
-			expect = max(expect, of.base) // no intact record: the file's records are lost
+			next = max(next, of.base) // no intact record: the file's records are lost
 		}
 		if of.stop < of.size {
 			broken = of
 		}
-		ld.lastSeq = max(ld.lastSeq, expect-1)
+		ld.lastSeq = max(ld.lastSeq, next-1)
 		if last && of.active {
 			ld.active = of.pieces[0]
 		}
@@ -175,7 +220,24 @@ func loadDir(dir string, hwmSeq uint64, hwmKnown bool, log logger, verify bool) 
 		ld.lastSeq = hwmSeq
 		ld.active = nil
 	}
+	if start > 0 {
+		ld.damage = damageFrom(ld.damage, start)
+	}
 	return ld, nil
+}
+
+// damageFrom is the part of the lost ranges at or above seq: what lies below was dropped by
+// retention.
+func damageFrom(ds []Damage, seq uint64) []Damage {
+	i := 0
+	for i < len(ds) && ds[i].Last < seq {
+		i++
+	}
+	ds = ds[i:]
+	if len(ds) > 0 && ds[0].First < seq {
+		ds[0].First = seq
+	}
+	return ds
 }
 
 // around fills in the intact cursors around a damaged range inside a file.
@@ -260,7 +322,7 @@ func openFile(path string, last bool, hwmSeq uint64, hwmKnown bool, log logger, 
 	base, floorTS, herr := parseSegHeader(hdr[:n])
 	switch {
 	case herr == nil:
-	case n < segHeaderSize && last && nameErr == nil:
+	case n < segHeaderSize && last && nameErr == nil && unwritten(hdr[:n], nameBase):
 		// Created but never written: a crash while rolling. Start it again.
 		f.Close()
 		log.Warn("eventlog: removing an incomplete segment", "file", path, "bytes", of.size)
@@ -271,6 +333,16 @@ func openFile(path string, last bool, hwmSeq uint64, hwmKnown bool, log logger, 
 		return of, os.Remove(path)
 	case nameErr == nil:
 		// The header is damaged; the records may not be. The name says where they start.
+		// A file with no record of the log in it and not only zeros (what a file system
+		// leaves of a file whose content it lost) is not one of the log's: it is refused,
+		// not cut back or counted as lost events.
+		if ours, err := holdsRecords(f, path, of.size, nameBase); err != nil || !ours {
+			f.Close()
+			if err == nil {
+				err = fmt.Errorf("segment file %s is not an evtctl segment: its header does not read, and no record in it does (it was not changed); move it out of %s — if it was a file of this log, the node then reports its events as lost", path, filepath.Dir(path))
+			}
+			return of, err
+		}
 		log.Error("eventlog: a segment file's header is damaged; reading its records by the base in its name", "file", path, "err", herr)
 		base, floorTS = nameBase, 0
 	default:
@@ -406,11 +478,26 @@ func (fs *fileScan) cut(seq uint64) {
 		}
 		return
 	}
+	ts := p.tsOf(fs.f, seq)
 	end := fs.endOf(seq)
 	p.count = seq - p.base + 1
 	p.size = end
+	p.lastTS = ts
 	p.index = p.index[:(p.count+blockRecords-1)/blockRecords]
 	fs.stop = end
+}
+
+// tsOf reads the timestamp of record seq of s from f.
+func (s *segment) tsOf(f io.ReaderAt, seq uint64) int64 {
+	var b [frameHeader + atSeq]byte
+	off := s.offsetOf(f, seq)
+	if off < segHeaderSize {
+		return s.lastTS // not read back: offsetOf says 0
+	}
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return s.lastTS
+	}
+	return int64(binary.LittleEndian.Uint64(b[frameHeader+atTS:]))
 }
 
 // offsetOf finds where record seq of s starts by reading its block from f.
@@ -435,6 +522,40 @@ func (s *segment) offsetOf(f io.ReaderAt, seq uint64) int64 {
 		off += int64(r.size)
 	}
 	return off
+}
+
+// unwritten reports whether the first bytes of a file are what creating a segment at base
+// writes, or zeros: a segment created and not yet written when a crash came.
+func unwritten(b []byte, base uint64) bool {
+	want := segHeader(base, 0)[:16] // the magic, version and base; the time may be any
+	zero, match := true, true
+	for i, c := range b {
+		zero = zero && c == 0
+		match = match && (i >= len(want) || c == want[i])
+	}
+	return zero || match
+}
+
+// holdsRecords reports whether a file whose header does not read holds a record of a log
+// whose records start at base, or is all zeros.
+func holdsRecords(f io.ReaderAt, path string, size int64, base uint64) (bool, error) {
+	fs, err := scanFile(f, path, size, base, 0)
+	if err != nil || len(fs.pieces) > 0 {
+		return err == nil, err
+	}
+	buf := make([]byte, readChunk)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := f.ReadAt(buf, off)
+		if n == 0 && err != nil {
+			return false, fmt.Errorf("read segment %s: %w", path, err)
+		}
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func baseFromName(path string) (uint64, error) {

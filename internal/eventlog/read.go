@@ -341,11 +341,20 @@ func (l *Log) read(ctx context.Context, q Query) (Page, error) {
 	}
 	defer sn.release()
 	page := Page{Newest: sn.newest}
-	if len(sn.segs) == 0 {
-		return page, nil
-	}
 	if page.Oldest, err = l.oldestIn(sn); err != nil {
 		return Page{}, err
+	}
+	if q.Ascending && q.After.IsZero() {
+		if c := sn.beforeLostStart(); !c.IsZero() {
+			// The log's start is lost. A reader from the start has no position for Oldest to
+			// be told against: it stops before the lost range, at a position of its own, and
+			// its next read, after it, is told of the loss as any reader is.
+			page.More, page.Resume, page.AtLoss = true, c, true
+			return page, nil
+		}
+	}
+	if len(sn.segs) == 0 {
+		return page, nil
 	}
 	from, to := sn.start(), sn.end()
 	if !q.After.IsZero() {
@@ -451,6 +460,25 @@ func (sn *snapshot) lossBelow(to pos, fromHead bool) *Damage {
 		d = sn.damageBefore(d.First)
 	}
 	return d
+}
+
+// beforeLostStart is, when the log's first record (at its low mark) is lost, the position
+// just before it: the sequence number before the lost range's, and a time before the first
+// intact record after it (or before the newest record, when none is left). Zero otherwise.
+func (sn *snapshot) beforeLostStart() cursor.Cursor {
+	d := sn.damageAt(sn.low)
+	if d == nil {
+		return cursor.Cursor{}
+	}
+	_, next := sn.after(d)
+	if next.IsZero() {
+		next = sn.newest
+	}
+	c := cursor.New(max(next.TS, 1)-1, sn.low-1, cursor.NodeWidth)
+	if c.Compare(cursor.Cursor{}) <= 0 {
+		return cursor.Cursor{} // a clock at zero: no position is before the log's
+	}
+	return c
 }
 
 // damageAt is the lost range holding seq, if any.

@@ -97,10 +97,14 @@ func (l *Log) applyWindow() error {
 		if err != nil {
 			return err
 		}
-		if p.si >= len(sn.segs) {
-			newLow = sn.committed + 1
-		} else {
-			newLow = sn.segs[p.si].s.base + p.ri
+		newLow = sn.seqAt(p)
+		// Records lost to damage have no known time, only that they are not later than the
+		// intact record after them: a lost range right before the first record kept (or at
+		// the end, when the newest record is lost and has not expired) is kept too.
+		if d := sn.damageBefore(newLow); d != nil && d.Last >= sn.low {
+			if next, _ := sn.after(d); next == p {
+				newLow = max(d.First, sn.low)
+			}
 		}
 	}
 	l.mu.Lock()
@@ -129,16 +133,41 @@ func (l *Log) pruner() {
 	}
 }
 
+// deleteDead deletes the segments wholly below the low mark, and forgets the lost ranges
+// below it. On disk the low-water mark moves first, durably: a crash between leaves files
+// below the mark, which the next open sets aside and this deletes; the other way round, it
+// would leave a log whose start is missing, reported as lost.
 func (l *Log) deleteDead() {
+	l.mu.RLock()
+	low := l.low
+	work := len(l.segs) > 1 && (l.segs[0].count == 0 || l.segs[0].lastSeq() < low) ||
+		len(l.damage) > 0 && l.damage[0].Last < low
+	l.mu.RUnlock()
+	if !work {
+		return
+	}
+	if l.lwm != nil {
+		if err := l.lwm.set(low, 0, true); err != nil {
+			if l.lwmErr == nil {
+				l.log.Warn("eventlog: the low-water mark cannot be moved; segment files below it are kept until it can", "err", err)
+			}
+			l.lwmErr = err
+			return
+		}
+		if l.lwmErr != nil {
+			l.log.Info("eventlog: the low-water mark moves again")
+			l.lwmErr = nil
+		}
+	}
 	var dead []*segment
 	l.mu.Lock()
-	for len(l.segs) > 1 && (l.segs[0].count == 0 || l.segs[0].lastSeq() < l.low) {
+	for len(l.segs) > 1 && (l.segs[0].count == 0 || l.segs[0].lastSeq() < low) {
 		dead = append(dead, l.segs[0])
 		l.segs = l.segs[1:]
 	}
 	// Lost ranges wholly below the low mark are gone with what retention dropped.
 	i := 0
-	for i < len(l.damage) && l.damage[i].Last < l.low {
+	for i < len(l.damage) && l.damage[i].Last < low {
 		i++
 	}
 	l.damage = l.damage[i:]
