@@ -19,7 +19,6 @@ import (
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/internal/iostreams"
-	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -277,7 +276,8 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 	switch {
 	case haveCP:
-		so.After, from = cp.Cursor, "checkpoint "+cp.Cursor
+		resumeAt(&so, cp)
+		from = "checkpoint " + describeCheckpoint(cp)
 		if cp.Node != "" && cp.Node != c.Node() {
 			fmt.Fprintf(errOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", paths.checkpoint, safeText(cp.Node), c.Node())
 		}
@@ -288,24 +288,18 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		so.After, so.Since, so.FromStart = start.After, start.Since, start.FromStart
 		from = opts.From
 	case st != nil && !st.Fresh():
-		// An earlier run used this state but saved no checkpoint: it started on an empty log
-		// (or died at once). Going back to the oldest event repeats rather than loses.
+		// An earlier run used this state but saved no checkpoint (it died before it could):
+		// going back to the oldest event repeats rather than loses.
 		so.FromStart, from = true, "the oldest event (no checkpoint yet)"
 	default:
-		head, err := headCursor(ctx, c, retryReporter(opts.streams))
-		if err != nil {
+		if err := fixHead(ctx, c, &so); err != nil {
 			return opts.node.explain(err)
 		}
-		if head == "" {
-			so.FromStart = true // an empty log: everything is new
-		} else {
-			so.After = head
-			if paths.checkpoint != "" {
-				// Recorded now, so that a crash before the first delivery loses nothing.
-				if err := saveCheckpoint(head); err != nil {
-					return err
-				}
-			}
+	}
+	if paths.checkpoint != "" && !haveCP {
+		// Recorded now, so that a run stopped before its first event loses nothing.
+		if err := cursor.SaveCheckpoint(paths.checkpoint, startCheckpoint(so, c.Node(), query)); err != nil {
+			return err
 		}
 	}
 
@@ -401,33 +395,15 @@ func (o *forwardOptions) startAt(so *client.StreamOptions) error {
 	if err != nil {
 		return usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
 	}
-	if p.Cursor != "" {
+	switch {
+	case p.Cursor != "":
 		so.After = p.Cursor
-	} else {
+	case !p.Time.IsZero():
 		so.Since = p.Time
+	default: // a checkpoint at the log's start
+		so.FromStart = true
 	}
 	return nil
-}
-
-// headCursor asks the node for its newest item, retrying while it cannot be reached.
-func headCursor(ctx context.Context, c *client.Client, onRetry client.RetryFunc) (string, error) {
-	for attempt := 0; ; attempt++ {
-		r, err := c.Events(ctx, client.Request{MaxItems: 1, Wait: time.Nanosecond})
-		if err == nil {
-			return r.Newest, nil
-		}
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		if !client.Retryable(err) {
-			return "", err
-		}
-		d := retry.Delay(attempt, 200*time.Millisecond, 15*time.Second)
-		onRetry(err, attempt+1, d)
-		if err := retry.Sleep(ctx, d); err != nil {
-			return "", err
-		}
-	}
 }
 
 // asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
