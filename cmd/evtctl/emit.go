@@ -328,10 +328,12 @@ func targetURL(s string) (string, error) {
 // io.EOF when there are no more.
 type source func() (ev []byte, n int, err error)
 
-func (o *emitOptions) source() (source, error) {
+func (o *emitOptions) source(ctx context.Context) (source, error) {
 	if o.File != "" {
-		var r io.Reader = o.streams.In
-		if o.File != "-" {
+		var r io.Reader
+		if o.File == "-" {
+			r = stdinData(ctx, o.streams, "events")
+		} else {
 			f, err := os.Open(o.File)
 			if err != nil {
 				return nil, usagef("--file: %v", err)
@@ -371,7 +373,7 @@ func (o *emitOptions) source() (source, error) {
 		}
 		return b, nil
 	}
-	data, err := o.readData()
+	data, err := o.readData(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -409,10 +411,10 @@ func (o *emitOptions) source() (source, error) {
 	}, nil
 }
 
-func (o *emitOptions) readData() (string, error) {
+func (o *emitOptions) readData(ctx context.Context) (string, error) {
 	switch {
 	case o.Data == "-":
-		b, err := io.ReadAll(o.streams.In)
+		b, err := io.ReadAll(stdinData(ctx, o.streams, "the data"))
 		if err != nil {
 			return "", fmt.Errorf("--data -: %w", err)
 		}
@@ -437,7 +439,7 @@ type emitResult struct {
 
 // runSignals sends Evented API signals made from the flags.
 func runSignals(ctx context.Context, opts *emitOptions) error {
-	next, err := opts.source()
+	next, err := opts.source(ctx)
 	if err != nil {
 		return err
 	}
@@ -626,7 +628,7 @@ func (f *sendFailure) Unwrap() error { return f.err }
 // were delivered.
 func (e *emitter) runDirect(ctx context.Context) error {
 	opts := e.opts
-	next, err := opts.source()
+	next, err := opts.source(ctx)
 	if err != nil {
 		return err
 	}

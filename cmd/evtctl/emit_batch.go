@@ -209,8 +209,10 @@ func (e *emitter) runBatched(ctx context.Context) error {
 			readerDone <- b.generated(gctx)
 			return
 		}
-		r := opts.streams.In
-		if opts.File != "-" {
+		var r io.Reader
+		if opts.File == "-" {
+			r = stdinData(gctx, opts.streams, "events")
+		} else {
 			f, err := os.Open(opts.File)
 			if err != nil {
 				readerDone <- usagef("--file: %v", err)
@@ -296,7 +298,7 @@ func (b *batcher) startLinger() {
 
 // generated batches the events made from the flags.
 func (b *batcher) generated(ctx context.Context) error {
-	next, err := b.e.opts.source()
+	next, err := b.e.opts.source(ctx)
 	if err != nil {
 		return err
 	}
@@ -308,8 +310,10 @@ func (b *batcher) generated(ctx context.Context) error {
 		if err == nil {
 			var l eventgen.Line
 			if l, err = eventgen.Inspect(ev); err == nil {
-				err = b.add(ctx, ev, l, n)
-				continue
+				if err = b.add(ctx, ev, l, n); err == nil {
+					continue
+				}
+				return err // ctx ended while the batch waited for a sender
 			}
 		}
 		// The events before the one that failed are still sent.
