@@ -134,7 +134,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
 	f.StringVar(&opts.Subject, "subject", "", "event subject")
 	f.StringVar(&opts.Time, "time", "", "event time, RFC 3339 (default: now, UTC)")
-	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
+	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin (not JSON: sent byte for byte, with --data-content-type)")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
 	enumVar(f, &opts.Mode, "mode", "", "HTTP content mode: {values}; by default batch for --file to a node, else structured", choice{name: "structured"},
@@ -418,13 +418,13 @@ func (o *emitOptions) readData(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("--data -: %w", err)
 		}
-		return strings.TrimRight(string(b), "\n"), nil
+		return string(b), nil // byte for byte: JSON's whitespace is compacted, other data kept
 	case strings.HasPrefix(o.Data, "@"):
 		b, err := os.ReadFile(o.Data[1:])
 		if err != nil {
 			return "", usagef("--data: %v", err)
 		}
-		return strings.TrimRight(string(b), "\n"), nil
+		return string(b), nil
 	}
 	return o.Data, nil
 }
