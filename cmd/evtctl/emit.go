@@ -465,6 +465,12 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
+	outGone := false // stdout's reader has gone: the signals still go (see emitter.writeAcks)
+	defer func() {
+		if outGone {
+			noteDiscarded(opts.streams, "signal")
+		}
+	}()
 	for {
 		ev, _, err := next()
 		if err == io.EOF {
@@ -482,6 +488,10 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		if err != nil {
 			return err
 		}
+		prog.add(1)
+		if outGone {
+			continue
+		}
 		typ := gjson.GetBytes(ev, "type").String()
 		if jsonOut {
 			b, _ := json.Marshal(struct {
@@ -492,10 +502,10 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		} else {
 			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
 		}
-		if err != nil && !closedPipe(err) { // a reader that has gone does not stop the signals
+		if err != nil && !closedPipe(err) {
 			return err
 		}
-		prog.add(1)
+		outGone = err != nil
 	}
 }
 
@@ -510,7 +520,7 @@ func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 		return nil, err
 	}
 	e := newEmitter(opts, s)
-	defer e.out.Flush()
+	defer e.closeOutput()
 	switch {
 	case opts.Spool != "" || opts.Flush != "":
 		return e, e.runSpooled(ctx)
@@ -528,8 +538,9 @@ type emitter struct {
 	start   time.Time
 	prog    *progress
 
-	mu         sync.Mutex // guards out, line, prog and the counts
+	mu         sync.Mutex // guards out, outGone, line, prog and the counts
 	out        *bufio.Writer
+	outGone    bool   // stdout's reader has gone: lines are dropped (see writeAcks)
 	line       []byte // reportBatch's buffer
 	sent, dups int
 	requests   int // batches delivered
@@ -553,11 +564,14 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 	defer e.mu.Unlock()
 	e.prog.add(len(res))
 	for i, r := range res {
-		id := eventID(events[i])
 		e.sent++
 		if r.Duplicate {
 			e.dups++
 		}
+		if e.outGone {
+			continue
+		}
+		id := eventID(events[i])
 		if e.jsonOut {
 			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
 			e.out.Write(append(b, '\n'))
@@ -572,7 +586,42 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 			fmt.Fprintln(e.out, line)
 		}
 	}
-	return e.out.Flush()
+	return e.writeAcks(nil)
+}
+
+// writeAcks writes b and what out holds to stdout; e.mu is held. The lines are a by-product
+// of sending: when stdout's reader has gone (emit | head -1), they are dropped from then on,
+// and emit goes on sending every event it was asked to (closeOutput says so at the end).
+func (e *emitter) writeAcks(b []byte) error {
+	if e.outGone {
+		return nil
+	}
+	_, err := e.out.Write(b)
+	if err == nil {
+		err = e.out.Flush()
+	}
+	if err != nil && closedPipe(err) {
+		e.outGone = true
+		return nil
+	}
+	return err
+}
+
+// closeOutput writes what is left of the lines, and says once if stdout's reader went away
+// before they were all written.
+func (e *emitter) closeOutput() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.writeAcks(nil)
+	if e.outGone {
+		noteDiscarded(e.opts.streams, "event")
+	}
+}
+
+// noteDiscarded says on stderr that stdout's reader went away while the lines of delivered
+// events (or signals) were still being written.
+func noteDiscarded(s *iostreams.IOStreams, what string) {
+	fmt.Fprintf(s.ErrOut, "evtctl: standard output was closed: the lines of the %ss delivered after that were discarded\n", what)
 }
 
 // delivered returns how many events the receiver has accepted so far.

@@ -719,6 +719,9 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 		if r.Duplicate {
 			e.dups++
 		}
+		if e.outGone {
+			continue
+		}
 		id := b.body[b.ids[i].start:b.ids[i].end]
 		if e.jsonOut {
 			buf = appendResultJSON(buf, id, r)
@@ -738,17 +741,14 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 			buf = append(buf, '\n')
 		}
 		if len(buf) >= 32<<10 {
-			if _, err := e.out.Write(buf); err != nil {
+			if err := e.writeAcks(buf); err != nil {
 				return err
 			}
 			buf = buf[:0]
 		}
 	}
 	e.line = buf[:0]
-	if _, err := e.out.Write(buf); err != nil {
-		return err
-	}
-	return e.out.Flush()
+	return e.writeAcks(buf)
 }
 
 // idString returns the id whose JSON text is id ("" for none).
