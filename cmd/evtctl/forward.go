@@ -19,6 +19,7 @@ import (
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -47,6 +48,7 @@ type forwardOptions struct {
 	JQ             jqOption
 	Sync           string
 	UntilCaughtUp  bool
+	FailOnDead     bool
 	OnGap          string
 	PageSize       int
 	Wait           time.Duration
@@ -73,7 +75,9 @@ redirects are followed with the same method and body (at most 5); on a redirect 
 origin, Authorization, Cookie, the -H headers and the signature are not sent on, and a
 redirect from https to http is not followed (the event is dead-lettered). 410 Gone
 stops forwarding for good: it is recorded, and forward refuses to start again until the
-record is removed.
+record is removed. A receiver that has not answered in the run and cannot be reached at all
+(nothing listening, no such host, TLS that does not fit) stops forward at once, exit 1, as it
+stops emit; the event is left for the next run.
 
 With --checkpoint FILE (or --state DIR) forward resumes where it stopped. The checkpoint only
 moves past events that were delivered, dead-lettered or stored for a retry, and every outcome
@@ -126,6 +130,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	enumVar(f, &opts.Sync, "sync", "always", "when to fsync the retry journal: {values}", choice{name: "always", help: "for every outcome"},
 		choice{name: "checkpoint", help: "before each checkpoint: faster; a power loss may repeat recent deliveries"})
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head is delivered or dead-lettered (retries included)")
+	f.BoolVar(&opts.FailOnDead, "fail-on-dead-letter", false, "with --until-caught-up: exit 1 when any event of the run was dead-lettered")
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events were lost to the node's retention: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request to the node")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request to the node")
@@ -157,6 +162,9 @@ func (o *forwardOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.Timeout <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	if o.FailOnDead && !o.UntilCaughtUp {
+		return usagef("--fail-on-dead-letter goes with --until-caught-up: it decides the status of a run that ends")
 	}
 	return nil
 }
@@ -371,13 +379,20 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	err = fw.Run(fctx, events)
 	stopReader()
 	<-readerDone
-	rep.summary(st)
-	var ge *forward.GoneError
+	rep.summary(st, paths.deadLetter)
+	var (
+		ge *forward.GoneError
+		ue *forward.UnreachableError
+	)
 	switch {
+	case err == nil && opts.FailOnDead && rep.counts[forward.OutcomeDeadLetter] > 0:
+		return &statusError{exitError, errors.New("")} // the summary said what and where
 	case err == nil, closedPipe(err):
 		return nil
 	case errors.As(err, &ge):
 		return err
+	case errors.As(err, &ue):
+		return unreachableReceiver(ue, opts.node.resolved)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -511,12 +526,38 @@ func latency(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// summary closes a run on a terminal.
-func (r *forwardReporter) summary(st *forward.State) {
+// unreachableReceiver words a receiver that has never answered and cannot be reached, with
+// what to do about it, as emit does for --to.
+func unreachableReceiver(ue *forward.UnreachableError, s nodeSettings) error {
+	switch peer.Classify(ue.Err) {
+	case peer.Certificate, peer.TLSFailure:
+		// forward trusts the system's authorities for the receiver (--ca-file is the node's).
+		return fmt.Errorf("TLS with the receiver %s failed: %v", ue.Target, unwrapTransport(ue.Err))
+	}
+	if ce := deliveryContact(ue.Err, false, s, ue.Target); ce != nil {
+		return ce
+	}
+	return ue
+}
+
+// summary closes a run: on a terminal, what became of the events; otherwise, when any event
+// was dead-lettered, how many and where they are kept (deadLetter: the file, "" for none).
+func (r *forwardReporter) summary(st *forward.State, deadLetter string) {
+	dead := r.counts[forward.OutcomeDeadLetter]
+	where := "kept in " + deadLetter
+	if deadLetter == "" {
+		where = "not kept (no --checkpoint, --state or --dead-letter)"
+	}
 	if !r.tty {
+		if dead > 0 {
+			fmt.Fprintf(r.s.ErrOut, "evtctl: dead-lettered %s, %s\n", english.Plural(dead, "event"), where)
+		}
 		return
 	}
-	msg := fmt.Sprintf("delivered %d, dead-lettered %d", r.counts[forward.OutcomeDelivered], r.counts[forward.OutcomeDeadLetter])
+	msg := fmt.Sprintf("delivered %d, dead-lettered %d", r.counts[forward.OutcomeDelivered], dead)
+	if dead > 0 {
+		msg += " (" + where + ")"
+	}
 	if st != nil && st.Pending() > 0 {
 		msg += fmt.Sprintf("; %d waiting for a retry in %s", st.Pending(), st.Dir())
 	}
