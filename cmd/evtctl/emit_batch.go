@@ -303,6 +303,9 @@ func (b *batcher) generated(ctx context.Context) error {
 		return err
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // Ctrl-C: not after the rest of the batch is made
+		}
 		ev, n, err := next()
 		if err == io.EOF {
 			return b.handOver(ctx)
