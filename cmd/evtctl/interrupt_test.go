@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,5 +361,62 @@ func TestCtrlCEndsTokenStdin(t *testing.T) {
 	cancel()
 	if code := waitExit(t, done, errOut); code != exitInterrupted {
 		t.Fatalf("exit %d, want %d", code, exitInterrupted)
+	}
+}
+
+// Ctrl-C while forward waits for a slow receiver: it exits 130 without waiting for the
+// delivery in flight, which is abandoned (the receiver sees the request end) and left for the
+// next run, which sends it: the checkpoint stayed before it.
+func TestCtrlCEndsForward(t *testing.T) {
+	t.Parallel()
+	node, _ := testNode(t)
+	if code, _, errOut := runCLI(t, "emit", "--node", node, "--type", "org.example.ctrlc.sent.v1", "--source", "/ctrlc", "--id", "slow-1"); code != 0 {
+		t.Fatalf("emit: exit %d: %s", code, errOut)
+	}
+	arrived, outcome := make(chan struct{}, 1), make(chan string, 2)
+	slow := true
+	var mu sync.Mutex
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := slow
+		slow = false
+		mu.Unlock()
+		if !first {
+			w.WriteHeader(http.StatusNoContent)
+			outcome <- "delivered again"
+			return
+		}
+		arrived <- struct{}{}
+		select {
+		case <-time.After(2 * time.Second): // a slow receiver: 20 times the time Ctrl-C may take
+			w.WriteHeader(http.StatusNoContent)
+			outcome <- "delivered"
+		case <-r.Context().Done():
+			outcome <- "abandoned"
+		}
+	}))
+	t.Cleanup(recv.Close)
+	dir := t.TempDir()
+	args := []string{"forward", "--node", node, "--to", recv.URL + "/hook", "--from", "start", "--checkpoint", "cp.json", "--timeout", "1h"}
+	c := startEvtctl(t, dir, args...)
+	select {
+	case <-arrived:
+	case code := <-c.done:
+		t.Fatalf("exited %d; stderr:\n%s", code, c.stderr.String())
+	case <-time.After(interruptBound):
+		t.Fatalf("no delivery; stderr:\n%s", c.stderr.String())
+	}
+	if code := c.interrupt(t); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInterrupted, c.stderr.String())
+	}
+	if got := <-outcome; got != "abandoned" {
+		t.Fatalf("the delivery in flight was %s, want abandoned at Ctrl-C", got)
+	}
+	c = startEvtctl(t, dir, append(args, "--until-caught-up")...)
+	if code := waitExit(t, c.done, c.stderr); code != 0 {
+		t.Fatalf("the next run: exit %d; stderr:\n%s", code, c.stderr.String())
+	}
+	if got := <-outcome; got != "delivered again" {
+		t.Fatalf("the next run: %s", got)
 	}
 }

@@ -42,7 +42,9 @@ const (
 	DefaultMaxPending         = 10000
 	DefaultWindow             = 4096
 	DefaultCheckpointInterval = 200 * time.Millisecond
-	DefaultGrace              = 5 * time.Second
+	// DefaultGrace is short: Ctrl-C ends forward at once; an attempt that has not come back
+	// by then is sent again by the next run, as after a crash.
+	DefaultGrace = 50 * time.Millisecond
 )
 
 // Event is one item read from the log.
