@@ -87,9 +87,9 @@ var errStdoutGone = &goneError{stream: "stdout", err: syscall.EPIPE}
 
 // stdinData returns standard input for a command to read data from (events, --data, a
 // token), announced on a terminal unless what is "": "reading WHAT from standard input;
-// Ctrl-D to end". Its
-// reads end with ctx, so Ctrl-C ends a command that waits for input from a terminal or from a
-// pipe that stays open. Not for the terminal UI, which reads keys from the terminal itself.
+// Ctrl-D to end". Its reads end with ctx, so Ctrl-C ends a command that waits for input from
+// a terminal or from a pipe that stays open. Not for the terminal UI, which reads keys from
+// the terminal itself.
 func stdinData(ctx context.Context, s *iostreams.IOStreams, what string) io.Reader {
 	if s.IsStdinTTY() && what != "" {
 		fmt.Fprintf(s.ErrOut, "reading %s from standard input; Ctrl-D to end\n", what)
