@@ -154,7 +154,7 @@ func TestCtrlCEndsEmit(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"batch", append([]string{"emit", "--mode", "batch"}, gen...)},
+		{"batch", append([]string{"emit", "--mode", "batch", "--batch-size", "10"}, gen...)},
 		{"structured", append([]string{"emit"}, gen...)},
 		{"concurrent", append([]string{"emit", "--concurrency", "4"}, gen...)},
 	} {
