@@ -430,7 +430,11 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 		if !ok {
 			return client.Position{}, usagef("%s: checkpoint file %s does not exist", flag, s[1:])
 		}
-		return client.Position{Cursor: cp.Cursor}, nil
+		if cp.AtStart() && flag == "--to" {
+			// As a start it is the log's start; as an end it would read as open (the head).
+			return client.Position{}, usagef("%s: checkpoint %s is at the log's start, before every event: no range ends there", flag, s[1:])
+		}
+		return client.Position{Cursor: cp.Cursor, Time: cp.Since}, nil
 	}
 	if c, err := cursor.Parse(s); err == nil {
 		return client.Position{Cursor: c.String()}, nil

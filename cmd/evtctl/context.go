@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -120,7 +121,7 @@ line of standard input, which keeps it out of the shell's history and process li
 			if opts.TokenStdin && opts.Token != "" {
 				return usagef("--token and --token-stdin cannot be used together")
 			}
-			return runContextAdd(opts)
+			return runContextAdd(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -135,13 +136,16 @@ line of standard input, which keeps it out of the shell's history and process li
 	return cmd
 }
 
-func runContextAdd(opts *contextAddOptions) error {
+func runContextAdd(ctx context.Context, opts *contextAddOptions) error {
 	node, err := client.NormalizeNode(opts.Node)
 	if err != nil {
 		return usagef("--node: %v", err)
 	}
 	if opts.TokenStdin {
-		line, err := bufio.NewReader(opts.streams.In).ReadString('\n')
+		line, err := bufio.NewReader(stdinData(ctx, opts.streams, "")).ReadString('\n')
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err != nil && line == "" {
 			return usagef("--token-stdin: no token on standard input")
 		}

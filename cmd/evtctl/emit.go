@@ -134,7 +134,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
 	f.StringVar(&opts.Subject, "subject", "", "event subject")
 	f.StringVar(&opts.Time, "time", "", "event time, RFC 3339 (default: now, UTC)")
-	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin")
+	f.StringVar(&opts.Data, "data", "", "event data: JSON text, @FILE, or - for stdin (not JSON: sent byte for byte, with --data-content-type)")
 	f.StringVar(&opts.DataContentType, "data-content-type", "", "media type of --data (default application/json)")
 	f.StringArrayVar(&opts.Ext, "ext", nil, "extension attribute KEY=VALUE (repeatable); true/false and integers are sent as such")
 	enumVar(f, &opts.Mode, "mode", "", "HTTP content mode: {values}; by default batch for --file to a node, else structured", choice{name: "structured"},
@@ -328,10 +328,12 @@ func targetURL(s string) (string, error) {
 // io.EOF when there are no more.
 type source func() (ev []byte, n int, err error)
 
-func (o *emitOptions) source() (source, error) {
+func (o *emitOptions) source(ctx context.Context) (source, error) {
 	if o.File != "" {
-		var r io.Reader = o.streams.In
-		if o.File != "-" {
+		var r io.Reader
+		if o.File == "-" {
+			r = stdinData(ctx, o.streams, "events")
+		} else {
 			f, err := os.Open(o.File)
 			if err != nil {
 				return nil, usagef("--file: %v", err)
@@ -371,7 +373,7 @@ func (o *emitOptions) source() (source, error) {
 		}
 		return b, nil
 	}
-	data, err := o.readData()
+	data, err := o.readData(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -409,20 +411,20 @@ func (o *emitOptions) source() (source, error) {
 	}, nil
 }
 
-func (o *emitOptions) readData() (string, error) {
+func (o *emitOptions) readData(ctx context.Context) (string, error) {
 	switch {
 	case o.Data == "-":
-		b, err := io.ReadAll(o.streams.In)
+		b, err := io.ReadAll(stdinData(ctx, o.streams, "the data"))
 		if err != nil {
 			return "", fmt.Errorf("--data -: %w", err)
 		}
-		return strings.TrimRight(string(b), "\n"), nil
+		return string(b), nil // byte for byte: JSON's whitespace is compacted, other data kept
 	case strings.HasPrefix(o.Data, "@"):
 		b, err := os.ReadFile(o.Data[1:])
 		if err != nil {
 			return "", usagef("--data: %v", err)
 		}
-		return strings.TrimRight(string(b), "\n"), nil
+		return string(b), nil
 	}
 	return o.Data, nil
 }
@@ -437,7 +439,7 @@ type emitResult struct {
 
 // runSignals sends Evented API signals made from the flags.
 func runSignals(ctx context.Context, opts *emitOptions) error {
-	next, err := opts.source()
+	next, err := opts.source(ctx)
 	if err != nil {
 		return err
 	}
@@ -463,6 +465,12 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
+	outGone := false // stdout's reader has gone: the signals still go (see emitter.writeAcks)
+	defer func() {
+		if outGone {
+			noteDiscarded(opts.streams, "signal")
+		}
+	}()
 	for {
 		ev, _, err := next()
 		if err == io.EOF {
@@ -480,6 +488,10 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		if err != nil {
 			return err
 		}
+		prog.add(1)
+		if outGone {
+			continue
+		}
 		typ := gjson.GetBytes(ev, "type").String()
 		if jsonOut {
 			b, _ := json.Marshal(struct {
@@ -490,10 +502,10 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 		} else {
 			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
 		}
-		if err != nil && !closedPipe(err) { // a reader that has gone does not stop the signals
+		if err != nil && !closedPipe(err) {
 			return err
 		}
-		prog.add(1)
+		outGone = err != nil
 	}
 }
 
@@ -508,7 +520,7 @@ func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 		return nil, err
 	}
 	e := newEmitter(opts, s)
-	defer e.out.Flush()
+	defer e.closeOutput()
 	switch {
 	case opts.Spool != "" || opts.Flush != "":
 		return e, e.runSpooled(ctx)
@@ -526,8 +538,9 @@ type emitter struct {
 	start   time.Time
 	prog    *progress
 
-	mu         sync.Mutex // guards out, line, prog and the counts
+	mu         sync.Mutex // guards out, outGone, line, prog and the counts
 	out        *bufio.Writer
+	outGone    bool   // stdout's reader has gone: lines are dropped (see writeAcks)
 	line       []byte // reportBatch's buffer
 	sent, dups int
 	requests   int // batches delivered
@@ -551,11 +564,14 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 	defer e.mu.Unlock()
 	e.prog.add(len(res))
 	for i, r := range res {
-		id := eventID(events[i])
 		e.sent++
 		if r.Duplicate {
 			e.dups++
 		}
+		if e.outGone {
+			continue
+		}
+		id := eventID(events[i])
 		if e.jsonOut {
 			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
 			e.out.Write(append(b, '\n'))
@@ -570,7 +586,42 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 			fmt.Fprintln(e.out, line)
 		}
 	}
-	return e.out.Flush()
+	return e.writeAcks(nil)
+}
+
+// writeAcks writes b and what out holds to stdout; e.mu is held. The lines are a by-product
+// of sending: when stdout's reader has gone (emit | head -1), they are dropped from then on,
+// and emit goes on sending every event it was asked to (closeOutput says so at the end).
+func (e *emitter) writeAcks(b []byte) error {
+	if e.outGone {
+		return nil
+	}
+	_, err := e.out.Write(b)
+	if err == nil {
+		err = e.out.Flush()
+	}
+	if err != nil && closedPipe(err) {
+		e.outGone = true
+		return nil
+	}
+	return err
+}
+
+// closeOutput writes what is left of the lines, and says once if stdout's reader went away
+// before they were all written.
+func (e *emitter) closeOutput() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_ = e.writeAcks(nil)
+	if e.outGone {
+		noteDiscarded(e.opts.streams, "event")
+	}
+}
+
+// noteDiscarded says on stderr that stdout's reader went away while the lines of delivered
+// events (or signals) were still being written.
+func noteDiscarded(s *iostreams.IOStreams, what string) {
+	fmt.Fprintf(s.ErrOut, "evtctl: standard output was closed: the lines of the %ss delivered after that were discarded\n", what)
 }
 
 // delivered returns how many events the receiver has accepted so far.
@@ -626,7 +677,7 @@ func (f *sendFailure) Unwrap() error { return f.err }
 // were delivered.
 func (e *emitter) runDirect(ctx context.Context) error {
 	opts := e.opts
-	next, err := opts.source()
+	next, err := opts.source(ctx)
 	if err != nil {
 		return err
 	}

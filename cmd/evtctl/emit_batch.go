@@ -209,8 +209,10 @@ func (e *emitter) runBatched(ctx context.Context) error {
 			readerDone <- b.generated(gctx)
 			return
 		}
-		r := opts.streams.In
-		if opts.File != "-" {
+		var r io.Reader
+		if opts.File == "-" {
+			r = stdinData(gctx, opts.streams, "events")
+		} else {
 			f, err := os.Open(opts.File)
 			if err != nil {
 				readerDone <- usagef("--file: %v", err)
@@ -296,11 +298,14 @@ func (b *batcher) startLinger() {
 
 // generated batches the events made from the flags.
 func (b *batcher) generated(ctx context.Context) error {
-	next, err := b.e.opts.source()
+	next, err := b.e.opts.source(ctx)
 	if err != nil {
 		return err
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // Ctrl-C: not after the rest of the batch is made
+		}
 		ev, n, err := next()
 		if err == io.EOF {
 			return b.handOver(ctx)
@@ -308,8 +313,10 @@ func (b *batcher) generated(ctx context.Context) error {
 		if err == nil {
 			var l eventgen.Line
 			if l, err = eventgen.Inspect(ev); err == nil {
-				err = b.add(ctx, ev, l, n)
-				continue
+				if err = b.add(ctx, ev, l, n); err == nil {
+					continue
+				}
+				return err // ctx ended while the batch waited for a sender
 			}
 		}
 		// The events before the one that failed are still sent.
@@ -715,6 +722,9 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 		if r.Duplicate {
 			e.dups++
 		}
+		if e.outGone {
+			continue
+		}
 		id := b.body[b.ids[i].start:b.ids[i].end]
 		if e.jsonOut {
 			buf = appendResultJSON(buf, id, r)
@@ -734,17 +744,14 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 			buf = append(buf, '\n')
 		}
 		if len(buf) >= 32<<10 {
-			if _, err := e.out.Write(buf); err != nil {
+			if err := e.writeAcks(buf); err != nil {
 				return err
 			}
 			buf = buf[:0]
 		}
 	}
 	e.line = buf[:0]
-	if _, err := e.out.Write(buf); err != nil {
-		return err
-	}
-	return e.out.Flush()
+	return e.writeAcks(buf)
 }
 
 // idString returns the id whose JSON text is id ("" for none).

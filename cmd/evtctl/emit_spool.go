@@ -123,7 +123,7 @@ func (e *strictError) Error() string {
 // returned. With --strict, an event that does not pass lint removes this run's entries:
 // nothing of it is sent.
 func (e *emitter) spoolAll(ctx context.Context, spool *outbox.Spool) (int, error) {
-	next, err := e.opts.source()
+	next, err := e.opts.source(ctx)
 	if err != nil {
 		return 0, err
 	}

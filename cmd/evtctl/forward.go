@@ -19,7 +19,7 @@ import (
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/internal/iostreams"
-	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -48,6 +48,7 @@ type forwardOptions struct {
 	JQ             jqOption
 	Sync           string
 	UntilCaughtUp  bool
+	FailOnDead     bool
 	OnGap          string
 	PageSize       int
 	Wait           time.Duration
@@ -74,7 +75,9 @@ redirects are followed with the same method and body (at most 5); on a redirect 
 origin, Authorization, Cookie, the -H headers and the signature are not sent on, and a
 redirect from https to http is not followed (the event is dead-lettered). 410 Gone
 stops forwarding for good: it is recorded, and forward refuses to start again until the
-record is removed.
+record is removed. A receiver that has not answered in the run and cannot be reached at all
+(nothing listening, no such host, TLS that does not fit) stops forward at once, exit 1, as it
+stops emit; the event is left for the next run.
 
 With --checkpoint FILE (or --state DIR) forward resumes where it stopped. The checkpoint only
 moves past events that were delivered, dead-lettered or stored for a retry, and every outcome
@@ -127,6 +130,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	enumVar(f, &opts.Sync, "sync", "always", "when to fsync the retry journal: {values}", choice{name: "always", help: "for every outcome"},
 		choice{name: "checkpoint", help: "before each checkpoint: faster; a power loss may repeat recent deliveries"})
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head is delivered or dead-lettered (retries included)")
+	f.BoolVar(&opts.FailOnDead, "fail-on-dead-letter", false, "with --until-caught-up: exit 1 when any event of the run was dead-lettered")
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events were lost to the node's retention: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 100, "events per request to the node")
 	f.DurationVar(&opts.Wait, "wait", 25*time.Second, "long-poll wait per request to the node")
@@ -158,6 +162,9 @@ func (o *forwardOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.Timeout <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	if o.FailOnDead && !o.UntilCaughtUp {
+		return usagef("--fail-on-dead-letter goes with --until-caught-up: it decides the status of a run that ends")
 	}
 	return nil
 }
@@ -277,7 +284,8 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 	switch {
 	case haveCP:
-		so.After, from = cp.Cursor, "checkpoint "+cp.Cursor
+		resumeAt(&so, cp)
+		from = "checkpoint " + describeCheckpoint(cp)
 		if cp.Node != "" && cp.Node != c.Node() {
 			fmt.Fprintf(errOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", paths.checkpoint, safeText(cp.Node), c.Node())
 		}
@@ -288,24 +296,18 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		so.After, so.Since, so.FromStart = start.After, start.Since, start.FromStart
 		from = opts.From
 	case st != nil && !st.Fresh():
-		// An earlier run used this state but saved no checkpoint: it started on an empty log
-		// (or died at once). Going back to the oldest event repeats rather than loses.
+		// An earlier run used this state but saved no checkpoint (it died before it could):
+		// going back to the oldest event repeats rather than loses.
 		so.FromStart, from = true, "the oldest event (no checkpoint yet)"
 	default:
-		head, err := headCursor(ctx, c, retryReporter(opts.streams))
-		if err != nil {
+		if err := fixHead(ctx, c, &so); err != nil {
 			return opts.node.explain(err)
 		}
-		if head == "" {
-			so.FromStart = true // an empty log: everything is new
-		} else {
-			so.After = head
-			if paths.checkpoint != "" {
-				// Recorded now, so that a crash before the first delivery loses nothing.
-				if err := saveCheckpoint(head); err != nil {
-					return err
-				}
-			}
+	}
+	if paths.checkpoint != "" && !haveCP {
+		// Recorded now, so that a run stopped before its first event loses nothing.
+		if err := cursor.SaveCheckpoint(paths.checkpoint, startCheckpoint(so, c.Node(), query)); err != nil {
+			return err
 		}
 	}
 
@@ -377,13 +379,20 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		// may have seen them end first. The reader's reason is the result.
 		err = cause
 	}
-	rep.summary(st)
-	var ge *forward.GoneError
+	rep.summary(st, paths.deadLetter)
+	var (
+		ge *forward.GoneError
+		ue *forward.UnreachableError
+	)
 	switch {
+	case err == nil && opts.FailOnDead && rep.counts[forward.OutcomeDeadLetter] > 0:
+		return &statusError{exitError, errors.New("")} // the summary said what and where
 	case err == nil, closedPipe(err):
 		return nil
 	case errors.As(err, &ge):
 		return err
+	case errors.As(err, &ue):
+		return unreachableReceiver(ue, opts.node.resolved)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
@@ -401,33 +410,15 @@ func (o *forwardOptions) startAt(so *client.StreamOptions) error {
 	if err != nil {
 		return usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
 	}
-	if p.Cursor != "" {
+	switch {
+	case p.Cursor != "":
 		so.After = p.Cursor
-	} else {
+	case !p.Time.IsZero():
 		so.Since = p.Time
+	default: // a checkpoint at the log's start
+		so.FromStart = true
 	}
 	return nil
-}
-
-// headCursor asks the node for its newest item, retrying while it cannot be reached.
-func headCursor(ctx context.Context, c *client.Client, onRetry client.RetryFunc) (string, error) {
-	for attempt := 0; ; attempt++ {
-		r, err := c.Events(ctx, client.Request{MaxItems: 1, Wait: time.Nanosecond})
-		if err == nil {
-			return r.Newest, nil
-		}
-		if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		if !client.Retryable(err) {
-			return "", err
-		}
-		d := retry.Delay(attempt, 200*time.Millisecond, 15*time.Second)
-		onRetry(err, attempt+1, d)
-		if err := retry.Sleep(ctx, d); err != nil {
-			return "", err
-		}
-	}
 }
 
 // asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
@@ -535,12 +526,38 @@ func latency(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// summary closes a run on a terminal.
-func (r *forwardReporter) summary(st *forward.State) {
+// unreachableReceiver words a receiver that has never answered and cannot be reached, with
+// what to do about it, as emit does for --to.
+func unreachableReceiver(ue *forward.UnreachableError, s nodeSettings) error {
+	switch peer.Classify(ue.Err) {
+	case peer.Certificate, peer.TLSFailure:
+		// forward trusts the system's authorities for the receiver (--ca-file is the node's).
+		return fmt.Errorf("TLS with the receiver %s failed: %v", ue.Target, unwrapTransport(ue.Err))
+	}
+	if ce := deliveryContact(ue.Err, false, s, ue.Target); ce != nil {
+		return ce
+	}
+	return ue
+}
+
+// summary closes a run: on a terminal, what became of the events; otherwise, when any event
+// was dead-lettered, how many and where they are kept (deadLetter: the file, "" for none).
+func (r *forwardReporter) summary(st *forward.State, deadLetter string) {
+	dead := r.counts[forward.OutcomeDeadLetter]
+	where := "kept in " + deadLetter
+	if deadLetter == "" {
+		where = "not kept (no --checkpoint, --state or --dead-letter)"
+	}
 	if !r.tty {
+		if dead > 0 {
+			fmt.Fprintf(r.s.ErrOut, "evtctl: dead-lettered %s, %s\n", english.Plural(dead, "event"), where)
+		}
 		return
 	}
-	msg := fmt.Sprintf("delivered %d, dead-lettered %d", r.counts[forward.OutcomeDelivered], r.counts[forward.OutcomeDeadLetter])
+	msg := fmt.Sprintf("delivered %d, dead-lettered %d", r.counts[forward.OutcomeDelivered], dead)
+	if dead > 0 {
+		msg += " (" + where + ")"
+	}
 	if st != nil && st.Pending() > 0 {
 		msg += fmt.Sprintf("; %d waiting for a retry in %s", st.Pending(), st.Dir())
 	}

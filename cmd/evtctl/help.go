@@ -294,7 +294,8 @@ Others
 const exitCodesHelp = `evtctl exits with one of these statuses:
 
   0    success. Also when the reader of the output goes away (evtctl tail | head -2):
-       evtctl stops quietly, as a pipeline's commands do.
+       evtctl stops quietly, as a pipeline's commands do; emit, a producer, still sends
+       every event it was asked to.
   1    an error; the message says what, and often what to do about it
   2    a usage error: an unknown command, flag or help topic, a bad or missing value,
        flags that do not go together, a query that does not parse, a bad value in an

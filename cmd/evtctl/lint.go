@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,7 +57,7 @@ warnings alone exit 0. --rules lists the rules, their IDs and severities.`,
 				}
 				return listLintRules(opts)
 			}
-			return runLint(opts)
+			return runLint(cmd.Context(), opts)
 		},
 	}
 	enumVarP(cmd.Flags(), &opts.Output, "output", "o", "text", "{values}", choice{name: "text"}, choice{name: "json", help: "one finding per line"})
@@ -96,7 +97,7 @@ type lintFinding struct {
 	lint.Finding
 }
 
-func runLint(opts *lintOptions) error {
+func runLint(ctx context.Context, opts *lintOptions) error {
 	inputs := opts.Args
 	if len(inputs) == 0 {
 		inputs = []string{"-"}
@@ -105,7 +106,7 @@ func runLint(opts *lintOptions) error {
 	defer w.Flush()
 	errs, warns, events := 0, 0, 0
 	for _, in := range inputs {
-		name, data, err := readLintInput(opts.streams, in)
+		name, data, err := readLintInput(ctx, opts.streams, in)
 		if err != nil {
 			return err
 		}
@@ -142,10 +143,10 @@ func runLint(opts *lintOptions) error {
 	return nil
 }
 
-func readLintInput(s *iostreams.IOStreams, in string) (string, []byte, error) {
+func readLintInput(ctx context.Context, s *iostreams.IOStreams, in string) (string, []byte, error) {
 	switch {
 	case in == "-":
-		b, err := io.ReadAll(s.In)
+		b, err := io.ReadAll(stdinData(ctx, s, "events"))
 		return "stdin", b, err
 	case strings.HasPrefix(strings.TrimSpace(in), "{"):
 		return "argument", []byte(in), nil

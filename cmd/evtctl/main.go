@@ -23,6 +23,9 @@ func run(args []string) int {
 	return execute(ctx, iostreams.System(), os.Stdout, args)
 }
 
+// keepsGoing are the commands whose work does not end with their output's reader.
+var keepsGoing = map[string]bool{"evtctl serve": true, "evtctl emit": true}
+
 // execute runs one command line on streams and returns its exit status. stdout, when not
 // nil, is the file behind streams.Out, watched for a reader that goes away.
 func execute(ctx context.Context, streams *iostreams.IOStreams, stdout *os.File, args []string) int {
@@ -32,8 +35,9 @@ func execute(ctx context.Context, streams *iostreams.IOStreams, stdout *os.File,
 	root := newRootCmd(streams)
 	root.SetArgs(args)
 	// A client command ends when its output can go nowhere; a node keeps serving whatever
-	// becomes of its log's reader.
-	if target, _, err := root.Find(args); err == nil && target.CommandPath() != "evtctl serve" {
+	// becomes of its log's reader, and a producer sends every event it was asked to whatever
+	// becomes of the reader of its acknowledgements (emit | head -1).
+	if target, _, err := root.Find(args); err == nil && !keepsGoing[target.CommandPath()] {
 		watch.arm()
 		if stdout != nil && !streams.IsStdoutTTY() {
 			defer watchReader(stdout, func() { cancel(errStdoutGone) })()

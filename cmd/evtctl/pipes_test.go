@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +172,58 @@ func TestTailEndsWhenStderrReaderGoes(t *testing.T) {
 	stop()
 	if code := exited(t, done, "tail retrying with stderr gone"); code != 0 {
 		t.Fatalf("exit %d, want 0", code)
+	}
+}
+
+// emit with its stdout closed before it starts (emit | true, the reader already gone): every
+// event is sent, in every mode, the status is 0, and stderr says once that the lines were
+// discarded.
+func TestEmitToClosedStdout(t *testing.T) {
+	t.Parallel()
+	node, _ := testNode(t)
+	recv := newSignalConsumer(t, func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(http.StatusOK) })
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	var lines bytes.Buffer
+	for i := range 20 {
+		fmt.Fprintf(&lines, `{"specversion":"1.0","id":"file-%d","source":"/closed","type":"org.example.closed.file.v1"}`+"\n", i)
+	}
+	if err := os.WriteFile(events, lines.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gen := func(typ string) []string {
+		return []string{"--node", node, "--count", "20", "--type", typ, "--source", "/closed", "-o", "json"}
+	}
+	for _, tc := range []struct {
+		name, typ string
+		args      []string
+	}{
+		{"structured", "org.example.closed.structured.v1", append([]string{"emit"}, gen("org.example.closed.structured.v1")...)},
+		{"concurrent", "org.example.closed.concurrent.v1", append([]string{"emit", "--concurrency", "4"}, gen("org.example.closed.concurrent.v1")...)},
+		{"batch", "org.example.closed.batch.v1", append([]string{"emit", "--mode", "batch", "--batch-size", "3"}, gen("org.example.closed.batch.v1")...)},
+		{"spool", "org.example.closed.spool.v1", append([]string{"emit", "--spool", filepath.Join(t.TempDir(), "sp")}, gen("org.example.closed.spool.v1")...)},
+		{"file", "org.example.closed.file.v1", []string{"emit", "--node", node, "--file", events, "--batch-size", "3", "-o", "json"}},
+		{"signal", "org.example.closed.signal", []string{"emit", "--signal", recv.srv.URL + "/s", "--count", "20", "--type", "org.example.closed.signal", "--source", "/closed", "-o", "json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr bytes.Buffer
+			code := exited(t, startChild(t, brokenPipe(t), &stderr, tc.args...), "emit to a closed stdout")
+			if code != 0 {
+				t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+			}
+			if n := strings.Count(stderr.String(), "standard output was closed"); n != 1 {
+				t.Errorf("stderr says %d times that standard output was closed, want once:\n%s", n, stderr.String())
+			}
+			if tc.name == "signal" {
+				if n := len(recv.requests()); n < 20 {
+					t.Errorf("the consumer got %d signals, want 20", n)
+				}
+				return
+			}
+			_, out, _ := runCLI(t, "replay", "--node", node, "--type", tc.typ, "-o", "jsonl")
+			if n := strings.Count(out, "\n"); n != 20 {
+				t.Errorf("the node holds %d events of the run, want 20", n)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
@@ -82,3 +84,61 @@ func (w *streamWatch) arm() { w.armed.Store(true) }
 
 // errStdoutGone is what ends a command when the reader of its stdout pipe has gone.
 var errStdoutGone = &goneError{stream: "stdout", err: syscall.EPIPE}
+
+// stdinData returns standard input for a command to read data from (events, --data, a
+// token), announced on a terminal unless what is "": "reading WHAT from standard input;
+// Ctrl-D to end". Its reads end with ctx, so Ctrl-C ends a command that waits for input from
+// a terminal or from a pipe that stays open. Not for the terminal UI, which reads keys from
+// the terminal itself.
+func stdinData(ctx context.Context, s *iostreams.IOStreams, what string) io.Reader {
+	if s.IsStdinTTY() && what != "" {
+		fmt.Fprintf(s.ErrOut, "reading %s from standard input; Ctrl-D to end\n", what)
+	}
+	if regularFile(s.In) {
+		return s.In // its reads never wait
+	}
+	return &ctxReader{ctx: ctx, r: s.In, res: make(chan readResult, 1)}
+}
+
+// ctxReader reads r until ctx ends; then Read returns ctx's error at once, also while a read
+// of r waits, which is abandoned (with the command: nothing reads r after that).
+type ctxReader struct {
+	ctx  context.Context
+	r    io.Reader
+	res  chan readResult
+	buf  []byte // the buffer of the read under way
+	busy bool   // a read of r is under way
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !c.busy {
+		// Into a buffer of its own: an abandoned read must not write into p later.
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
+		c.busy = true
+		go func() {
+			n, err := c.r.Read(buf)
+			c.res <- readResult{n, err}
+		}()
+	}
+	select {
+	case rr := <-c.res:
+		c.busy = false
+		return copy(p, c.buf[:rr.n]), rr.err
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	}
+}

@@ -54,7 +54,9 @@ start from is not of the node's log, or the log went back: such a cursor is neve
 silently, even with --on-gap ignore.
 
 With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
-the output is flushed) and tail resumes from it when it exists, so a restart loses nothing.
+the output is flushed) and tail resumes from it when it exists, so a restart loses nothing. A
+first run records where it starts before it reads anything, so that one stopped before its
+first event resumes there too.
 Connection failures are retried with backoff, honouring Retry-After.`,
 		Example: `  evtctl tail
   evtctl tail --type 'org.openedx.learning.#' -o jsonl | jq .data.data
@@ -159,13 +161,14 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		Backoff: client.Backoff{GiveUp: opts.RetryFor},
 	}
 	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
+	resuming := false
 	if ck.path != "" {
 		cp, ok, err := cursor.LoadCheckpoint(ck.path)
 		if err != nil {
 			return err
 		}
-		if ok {
-			so.After, so.Since, so.FromStart = cp.Cursor, time.Time{}, false
+		if resuming = ok; ok {
+			resumeAt(&so, cp)
 			ck.saved = cp.Cursor
 			if cp.Node != "" && cp.Node != c.Node() {
 				fmt.Fprintf(opts.streams.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", ck.path, safeText(cp.Node), c.Node())
@@ -183,6 +186,16 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 			from = "the oldest event"
 		}
 		fmt.Fprintf(opts.streams.ErrOut, "following %s from %s; Ctrl-C to stop\n", c.Node(), from)
+	}
+	if ck.path != "" && !resuming {
+		// Where this run starts is recorded before anything is read: a run stopped before
+		// its first event resumes there, and loses nothing that arrives meanwhile.
+		if err := fixHead(ctx, c, &so); err != nil {
+			return opts.node.explain(streamResult(ctx, err))
+		}
+		if err := ck.start(so); err != nil {
+			return err
+		}
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -218,10 +231,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		}
 		return nil
 	})
-	if ferr := ck.update("", true); ferr != nil && err == nil {
-		err = ferr
-	}
-	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
+	return ck.finish(opts.node.explain(streamResult(ctx, opts.query.refused(err))))
 }
 
 // streamResult maps how a stream ended to the command's result.
@@ -253,6 +263,15 @@ type checkpointer struct {
 
 const checkpointInterval = 200 * time.Millisecond
 
+// start records where a consumer that has read nothing yet starts.
+func (c *checkpointer) start(so client.StreamOptions) error {
+	if err := cursor.SaveCheckpoint(c.path, startCheckpoint(so, c.node, c.query)); err != nil {
+		return err
+	}
+	c.saved = so.After // the first events read are recorded at once, as without it
+	return nil
+}
+
 func (c *checkpointer) update(cur string, final bool) error {
 	if c.path == "" {
 		return nil
@@ -269,6 +288,20 @@ func (c *checkpointer) update(cur string, final bool) error {
 	}
 	c.saved, c.last = c.pending, time.Now()
 	return nil
+}
+
+// finish records the last cursor on the way out, whatever ended the stream (err: its result,
+// nil for a successful end). A checkpoint that cannot be written is reported even after an
+// interruption: the output went further than the checkpoint says.
+func (c *checkpointer) finish(err error) error {
+	ferr := c.update("", true)
+	switch {
+	case ferr == nil:
+		return err
+	case err == nil || errors.Is(err, context.Canceled):
+		return ferr
+	}
+	return errors.Join(err, ferr)
 }
 
 // idleTimer calls fire when reset has not been called for d; d = 0 never fires.

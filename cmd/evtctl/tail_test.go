@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
 // --idle-timeout's timer fires once no event has come for its duration: each event starts
@@ -28,4 +35,45 @@ func TestIdleTimer(t *testing.T) {
 		time.Sleep(time.Hour)
 		never.stop()
 	})
+}
+
+// removeOnWrite passes writes to a buffer, and removes dir at the nth.
+type removeOnWrite struct {
+	bytes.Buffer
+	n, writes int
+	dir       string
+}
+
+func (w *removeOnWrite) Write(p []byte) (int, error) {
+	if w.writes++; w.writes == w.n {
+		os.RemoveAll(w.dir)
+	}
+	return w.Buffer.Write(p)
+}
+
+// A checkpoint that cannot be written on the way out is reported, and the status says so:
+// the output went further than the checkpoint, which the next run would write again. Two
+// events a page: the first is recorded at once, the second (within the checkpoint interval)
+// only on the way out, after the checkpoint's directory is gone.
+func TestTailReportsFailedFinalCheckpoint(t *testing.T) {
+	t.Parallel()
+	node, _ := testNode(t)
+	if code, _, errOut := runCLI(t, "emit", "--node", node, "--count", "2", "--type", "org.example.cp.created.v1", "--source", "/cp"); code != 0 {
+		t.Fatalf("emit: exit %d: %s", code, errOut)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := &removeOnWrite{n: 2, dir: dir}
+	errOut := &bytes.Buffer{}
+	streams := &iostreams.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut}
+	code := execute(context.Background(), streams, nil, []string{"tail", "--node", node, "--from-start", "--page-size", "1", "--count", "2",
+		"--checkpoint", filepath.Join(dir, "cp.json"), "-o", "jsonl"})
+	if lines := strings.Count(out.String(), "\n"); lines != 2 {
+		t.Fatalf("%d lines written, want 2:\n%s", lines, out.String())
+	}
+	if code != 1 || !strings.Contains(errOut.String(), "checkpoint") {
+		t.Fatalf("exit %d, stderr %q: want 1 and the checkpoint's failure", code, errOut.String())
+	}
 }

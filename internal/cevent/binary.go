@@ -3,6 +3,7 @@ package cevent
 import (
 	"cmp"
 	"encoding/base64"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -296,13 +297,26 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 			return nil, invalid("Content-Type %q declares JSON, but the body is not valid JSON: %s", ct, err.Msg)
 		}
 		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
-	case isTextMediaType(ct) && isUTF8Charset(cmp.Or(params["charset"], "utf-8")) && utf8.Valid(body):
+	case textData(ct, params, body):
 		out = append(out, `,"data":`...)
 		return appendJSONString(out, string(body)), nil
 	}
 	out = append(out, `,"data_base64":"`...)
 	out = base64.StdEncoding.AppendEncode(out, body)
 	return append(out, '"'), nil
+}
+
+// IsTextData reports whether data that is not JSON, of media type ct, goes in an event's
+// data member as a JSON string: ct declares text (text/*, application/xml or */*+xml) with
+// no charset or a UTF-8 one, and data is valid UTF-8. Any other such data goes in
+// data_base64, byte for byte. DecodeBinary stores a binary-mode body by the same rule.
+func IsTextData(ct string, data []byte) bool {
+	_, params, _ := mime.ParseMediaType(ct)
+	return textData(ct, params, data)
+}
+
+func textData(ct string, params map[string]string, data []byte) bool {
+	return isTextMediaType(ct) && isUTF8Charset(cmp.Or(params["charset"], "utf-8")) && utf8.Valid(data)
 }
 
 // isTextMediaType reports whether the media type ct (parameters allowed)

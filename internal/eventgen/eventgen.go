@@ -4,6 +4,7 @@ package eventgen
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -21,12 +23,15 @@ import (
 // Spec describes the events to make. String fields may hold Go templates, executed per
 // event with .Seq (1, 2, …) and the helpers uuid, now, randInt MIN MAX and randChoice A B….
 type Spec struct {
-	Type            string
-	Source          string
-	ID              string // default: a UUID1, as OEP-41 asks
-	Subject         string
-	Time            string // default: now, in UTC
-	Data            string // JSON text; "" for no data
+	Type    string
+	Source  string
+	ID      string // default: a UUID1, as OEP-41 asks
+	Subject string
+	Time    string // default: now, in UTC
+	// Data is the event's data: JSON text when DataContentType is a JSON type (the
+	// default), else any bytes, sent as they are (see cevent.IsTextData); "" for no data.
+	// A template in data that is not UTF-8 is not one: such data is never executed.
+	Data            string
 	DataContentType string // default application/json when there is data
 	Extensions      map[string]string
 	// OEP-41 extensions, added unless Extensions sets them: minorversion 0, pii false.
@@ -68,7 +73,7 @@ func New(spec Spec, now func() time.Time) (*Generator, error) {
 		fields["ext:"+k] = v
 	}
 	for name, text := range fields {
-		if !strings.Contains(text, "{{") {
+		if !strings.Contains(text, "{{") || !utf8.ValidString(text) {
 			continue
 		}
 		t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
@@ -181,8 +186,18 @@ func (g *Generator) Event(seq int) ([]byte, error) {
 			_ = json.Compact(&c, []byte(data))
 			b.WriteString(`,"data":`)
 			b.Write(c.Bytes())
+		} else if cevent.IsTextData(ct, []byte(data)) {
+			// The text as it is: markup unescaped, as a node stores it from a binary request.
+			b.WriteString(`,"data":`)
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(data)    // a string always encodes
+			b.Truncate(b.Len() - 1) // Encode's newline
 		} else {
-			writeAttr(&b, "data", data)
+			// Bytes that are not text, or not UTF-8: as they are, in base64.
+			b.WriteString(`,"data_base64":"`)
+			b.WriteString(base64.StdEncoding.EncodeToString([]byte(data)))
+			b.WriteByte('"')
 		}
 	}
 	b.WriteByte('}')

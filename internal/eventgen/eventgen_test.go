@@ -134,3 +134,35 @@ func TestCompleteFillsDefaults(t *testing.T) {
 		t.Error("array accepted")
 	}
 }
+
+// Data that is not JSON goes byte for byte: text in UTF-8 as a string (markup and trailing
+// newlines as they are), anything else in data_base64; bytes that are not UTF-8 are never
+// executed as a template.
+func TestDataNotJSON(t *testing.T) {
+	for _, tc := range []struct {
+		data, ct, member, want string
+	}{
+		{"line\n\n", "text/plain", "data", "line\n\n"},
+		{"<a href=\"x\">&amp;</a>\n", "application/xml", "data", "<a href=\"x\">&amp;</a>\n"},
+		{"\xfe\xff", "application/octet-stream", "data_base64", "/v8="},
+		{"hello", "application/octet-stream", "data_base64", "aGVsbG8="},
+		{"caf\xe9", "text/plain", "data_base64", "Y2Fm6Q=="},
+		{"caf\u00e9", "text/plain; charset=iso-8859-1", "data_base64", "Y2Fmw6k="},
+		{"{{\xff", "application/octet-stream", "data_base64", "e3v/"},
+	} {
+		g, err := New(Spec{Type: "t.a.b", Source: "/s", Data: tc.data, DataContentType: tc.ct}, fixed)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.data, err)
+		}
+		b, err := g.Event(1)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.data, err)
+		}
+		if _, err := cevent.DecodeStructured(b, cevent.Limits{}); err != nil {
+			t.Fatalf("%q: not a valid CloudEvent: %v\n%s", tc.data, err, b)
+		}
+		if got := gjson.GetBytes(b, tc.member); got.String() != tc.want {
+			t.Errorf("%q as %s: %s = %q, want %q\n%s", tc.data, tc.ct, tc.member, got.String(), tc.want, b)
+		}
+	}
+}

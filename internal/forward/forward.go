@@ -7,9 +7,10 @@
 // 500, 502, 503, 504, 429 and transport failures move it to the next retry tier, to be
 // tried again when that tier's delay has passed (or the reply's Retry-After, when that is
 // later); after the last tier, or MaxAttempts, it is dead-lettered, as is an event answered
-// with any other status. 410 Gone stops forwarding for good. Events waiting in a tier never
-// hold up the others: a free delivery slot goes in turn to a new event and to a retry that
-// is due, and a retry waits only for its own time.
+// with any other status. 410 Gone stops forwarding for good; a receiver that has not
+// answered in the run and cannot be reached at all stops it at once (UnreachableError).
+// Events waiting in a tier never hold up the others: a free delivery slot goes in turn to a
+// new event and to a retry that is due, and a retry waits only for its own time.
 //
 // Crash safety. Every outcome is written (the dead-letter file, fsynced, then the journal)
 // before its delivery slot is freed, and the checkpoint is the cursor before which every
@@ -32,6 +33,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
@@ -40,7 +42,9 @@ const (
 	DefaultMaxPending         = 10000
 	DefaultWindow             = 4096
 	DefaultCheckpointInterval = 200 * time.Millisecond
-	DefaultGrace              = 5 * time.Second
+	// DefaultGrace is short: Ctrl-C ends forward at once; an attempt that has not come back
+	// by then is sent again by the next run, as after a crash.
+	DefaultGrace = 50 * time.Millisecond
 )
 
 // Event is one item read from the log.
@@ -155,6 +159,23 @@ func (e *GoneError) Error() string {
 	return msg
 }
 
+// UnreachableError reports a receiver that has not answered in this run and cannot be
+// reached at all: nothing listens at its address, its host name does not resolve, TLS does
+// not fit. Waiting does not mend that (a person has to start the receiver or fix its URL), so
+// forwarding stops at once, as emit does; the event is left as it was (not dead-lettered, not
+// passed by the checkpoint), and the next run sends it. A receiver that has answered once is
+// retried as any failure is (it may be restarting).
+type UnreachableError struct {
+	Target string
+	Err    error // the transport failure
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the receiver %s: %v", e.Target, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // DeadLetter is one line of the dead-letter file.
 type DeadLetter struct {
 	Time     time.Time       `json:"time"`
@@ -211,6 +232,7 @@ func New(opts Options) (*Forwarder, error) {
 	}
 	policy := deliver.WebhookPolicy()
 	policy.Backoff = deliver.Backoff{Tiers: opts.Delays, MaxAttempts: opts.MaxAttempts}
+	policy.FirstContactFinal = true // see UnreachableError
 	s, err := newSender(opts.Target, opts.Concurrency, policy)
 	if err != nil {
 		return nil, err
@@ -293,6 +315,7 @@ type run struct {
 	freshLast   bool      // the last slot went to a new event (fairness)
 	srcClosed   bool
 
+	answered bool // the receiver has answered an attempt of this run (with any status)
 	stopping bool
 	stopErr  error
 	fatal    error // persisting failed: nothing more can be made durable
@@ -543,6 +566,20 @@ func (r *run) settle(wr workResult, now time.Time) {
 	r.running--
 	d, res := wr.d, wr.res
 	o := &outcome{d: d, res: res}
+	if res.Status != 0 {
+		r.answered = true
+	}
+	if res.Verdict == deliver.Failed && res.Status == 0 && !r.answered && peer.Classify(res.Err) != peer.Transient {
+		// Never answered, and not reachable at all: stop, leaving the event as it was.
+		d.attempts--
+		r.slots--
+		if _, gone := r.stopErr.(*GoneError); !gone {
+			ue := &UnreachableError{Target: r.f.sender.where(), Err: res.Err}
+			r.stop(ue, true)
+			r.stopErr = ue
+		}
+		return
+	}
 	switch res.Verdict {
 	case deliver.Abandoned:
 		d.attempts--

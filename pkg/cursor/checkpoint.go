@@ -16,12 +16,23 @@ import (
 // events up to Cursor has been flushed, so a crash never records an event that was not
 // written out: a restart resumes with nothing lost (delivery is at-least-once; events after
 // the last checkpoint may be written again).
+//
+// A consumer that has not read an event yet records where it starts, so that stopping it
+// before the first event loses nothing: the head's cursor, or the cursor it was told to start
+// after; Since, with no cursor, when it was told to start at a time; neither (the empty
+// cursor, before the start of any log) when it starts at the log's oldest event, or on a log
+// that has never held one.
 type Checkpoint struct {
 	Cursor  string    `json:"cursor"`
+	Since   time.Time `json:"since,omitzero"` // only with an empty Cursor
 	Node    string    `json:"node,omitempty"`
 	Query   string    `json:"query,omitempty"`
 	Updated time.Time `json:"updated"`
 }
+
+// AtStart reports whether cp is at the log's start: the consumer resumes at the oldest event
+// the log holds.
+func (cp Checkpoint) AtStart() bool { return cp.Cursor == "" && cp.Since.IsZero() }
 
 // LoadCheckpoint reads a checkpoint file. ok is false when the file does not exist. A file
 // holding just a cursor (as `echo CURSOR > file` makes) is accepted too.
@@ -41,6 +52,9 @@ func LoadCheckpoint(path string) (cp Checkpoint, ok bool, err error) {
 	}
 	if _, err := Parse(cp.Cursor); err != nil {
 		return Checkpoint{}, false, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if cp.Cursor != "" {
+		cp.Since = time.Time{} // the cursor is the position
 	}
 	return cp, true, nil
 }

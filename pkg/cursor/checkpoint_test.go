@@ -51,3 +51,36 @@ func TestCheckpointBareCursorAndErrors(t *testing.T) {
 		t.Error("saving into a missing directory should fail")
 	}
 }
+
+// A consumer that has read nothing records where it starts: the log's start (no cursor, no
+// time) or a time; both come back as they were saved.
+func TestCheckpointStartPositions(t *testing.T) {
+	dir := t.TempDir()
+	since := time.Date(2026, 11, 22, 10, 0, 0, 5, time.UTC)
+	for name, want := range map[string]Checkpoint{
+		"start": {Node: "http://127.0.0.1:7480", Updated: time.Unix(1, 0).UTC()},
+		"since": {Since: since, Updated: time.Unix(1, 0).UTC()},
+	} {
+		p := filepath.Join(dir, name)
+		if err := SaveCheckpoint(p, want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := LoadCheckpoint(p)
+		if err != nil || !ok || got != want {
+			t.Fatalf("%s: got %+v ok=%v err=%v, want %+v", name, got, ok, err, want)
+		}
+		if got.AtStart() != (name == "start") {
+			t.Errorf("%s: AtStart() = %v", name, got.AtStart())
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "start"))
+	if !strings.Contains(string(b), `"cursor":""`) || strings.Contains(string(b), "since") {
+		t.Errorf("a checkpoint at the log's start is written %s", b)
+	}
+	// A cursor is the position: a time beside it is not kept.
+	p := filepath.Join(dir, "both")
+	os.WriteFile(p, []byte(`{"cursor":"18ea61a27c39abd8-00c7","since":"2026-11-22T10:00:00Z"}`), 0o644)
+	if cp, _, err := LoadCheckpoint(p); err != nil || !cp.Since.IsZero() || cp.AtStart() {
+		t.Errorf("cursor and since: %+v %v", cp, err)
+	}
+}
