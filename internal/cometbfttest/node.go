@@ -34,9 +34,6 @@ type Config struct {
 	RetainBlocks int64
 	// Discard sets storage.discard_abci_responses: the node keeps no block results.
 	Discard bool
-	// Companion (v1 only) enables the data companion's pruning with these initial retain
-	// heights, which prunes block results below ResultsRetain while blocks below it stay.
-	Companion *Companion
 	// PruneInterval (v1 only) is the background pruner's interval; 0: 1s.
 	PruneInterval time.Duration
 	// Follow, when set, makes the node a full node of Follow's chain, peered with it.
@@ -44,11 +41,6 @@ type Config struct {
 	// Settings are more config.toml values: "section.key" (e.g. "mempool.size") to a TOML
 	// value as written in the file ("20000", `"1s"`, "true").
 	Settings map[string]string
-}
-
-// Companion is the data companion's initial retain heights.
-type Companion struct {
-	BlockRetain, ResultsRetain int64
 }
 
 // Node is a CometBFT node running as a child process.
@@ -224,13 +216,6 @@ func (n *Node) configure(rpc, p2p int) error {
 			iv = time.Second
 		}
 		set["storage.pruning.interval"] = quote(iv.String())
-		if c := cfg.Companion; c != nil {
-			set["storage.pruning.data_companion.enabled"] = "true"
-			set["storage.pruning.data_companion.initial_block_retain_height"] = strconv.FormatInt(c.BlockRetain, 10)
-			set["storage.pruning.data_companion.initial_block_results_retain_height"] = strconv.FormatInt(c.ResultsRetain, 10)
-		}
-	} else if cfg.Companion != nil {
-		return fmt.Errorf("a data companion needs CometBFT v1, not %s", n.Bin.Line)
 	}
 	if f := cfg.Follow; f != nil {
 		set["p2p.persistent_peers"] = quote(fmt.Sprintf("%s@127.0.0.1:%d", f.ID, f.P2PPort))
@@ -374,6 +359,38 @@ func (n *Node) Stop() {
 	case <-time.After(10 * time.Second):
 		_ = cmd.Process.Kill()
 		<-done
+	}
+}
+
+// Configure sets config.toml values of a stopped node ("section.key" to a TOML value, as in
+// Config.Settings), for its next start.
+func (n *Node) Configure(set map[string]string) error {
+	if n.Running() {
+		return fmt.Errorf("the node is running")
+	}
+	path := filepath.Join(n.Home, "config", "config.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := setTOML(b, set)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, out, 0o600)
+}
+
+// CompanionSettings are the settings that enable a v1 node's data companion pruning with
+// initial retain heights: the node takes them the first time it starts with the companion
+// enabled, and its pruner then prunes the block results below resultsRetain (and the blocks
+// below blockRetain) that it has. A node started with them from genesis has none yet when
+// its pruner first runs, so enable them on a node that has run for a while (Stop,
+// Configure, Restart).
+func CompanionSettings(blockRetain, resultsRetain int64) map[string]string {
+	return map[string]string{
+		"storage.pruning.data_companion.enabled":                             "true",
+		"storage.pruning.data_companion.initial_block_retain_height":         strconv.FormatInt(blockRetain, 10),
+		"storage.pruning.data_companion.initial_block_results_retain_height": strconv.FormatInt(resultsRetain, 10),
 	}
 }
 

@@ -185,7 +185,7 @@ func (d *heightData) close(start, data int, event string) {
 func (d *heightData) fix() {
 	for i, m := range d.marks {
 		it := &d.items[i]
-		it.Raw = d.buf[m.start:m.end:m.end]
+		it.Raw = d.buf[m.start:m.end] // its capacity reaches the newline after it, for a renderer
 		it.Data = d.buf[m.data : m.end-1 : m.end-1]
 		c := d.buf[m.start+len(`{"cursor":"`) : m.start+len(`{"cursor":"`)+cursorLen]
 		it.Cursor = unsafe.String(unsafe.SliceData(c), len(c))

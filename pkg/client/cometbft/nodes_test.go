@@ -20,7 +20,7 @@ type lineNodes struct {
 	kv        *cometbfttest.Node // kvnode: block events
 	prune     *cometbfttest.Node // kvnode: block events, keeps the last pruneKeep blocks
 	discard   *cometbfttest.Node // keeps no block results
-	companion *cometbfttest.Node // v1: a data companion prunes results below companionRetain
+	companion *cometbfttest.Node // v1: for a data companion to prune results below companionRetain
 }
 
 const (
@@ -55,7 +55,7 @@ func startLine(t *testing.T, line string) *lineNodes {
 		{Bin: cmt, Config: cometbfttest.Config{Discard: true}},
 	}
 	if line == "1.0" {
-		specs = append(specs, cometbfttest.Spec{Bin: cmt, Config: cometbfttest.Config{Companion: &cometbfttest.Companion{BlockRetain: 1, ResultsRetain: companionRetain}}})
+		specs = append(specs, cometbfttest.Spec{Bin: cmt})
 	}
 	nodes := cometbfttest.StartAll(t, specs...)
 	n.val, n.full, n.kv, n.prune, n.discard = nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]

@@ -125,6 +125,10 @@ func (c *rpc) call(ctx context.Context, method string, params any) (body []byte,
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("User-Agent", c.ua)
+	// Every method this package calls only reads: marked idempotent (the mark is not sent),
+	// a call that meets a kept-alive connection the node has closed is sent again on a new
+	// one.
+	hr.Header["Idempotency-Key"] = nil
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
 	}
