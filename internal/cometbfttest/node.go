@@ -289,6 +289,7 @@ func (n *Node) start() error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err

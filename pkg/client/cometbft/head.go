@@ -210,6 +210,7 @@ func (hd *head) subscribe(ctx context.Context) error {
 	if c.token != "" {
 		hdr.Set("Authorization", "Bearer "+c.token)
 	}
+	// (A timeout of the HTTP client bounds the handshake only: the library sees to that.)
 	opts := &websocket.DialOptions{HTTPClient: c.hc, HTTPHeader: hdr}
 	conn, resp, err := websocket.Dial(ctx, c.wsURL, opts)
 	if err != nil && resp != nil && resp.StatusCode == http.StatusNotFound {

@@ -135,6 +135,14 @@ func TestHeadFollower(t *testing.T) {
 
 	proxy.refuse.Store(false)
 	testwait.Until(t, "the follower is back on the websocket", func() bool { return r.Following() == FollowWebsocket })
+
+	// An HTTP client with a timeout, for the calls, does not keep the follower off the
+	// websocket, whose subscription outlasts any call.
+	timed := newReader(t, node, Options{Options: client.Options{HTTPClient: &http.Client{Timeout: 30 * time.Second}}})
+	if _, err := timed.WaitHeight(ctx, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "a follower with a timed HTTP client subscribes", func() bool { return timed.Following() == FollowWebsocket })
 	waitPast()
 	r.head.mu.Lock()
 	sessions, drops := r.head.sessions, r.head.drops

@@ -38,6 +38,7 @@ func TestLines(t *testing.T) {
 			t.Run("Discard", func(t *testing.T) { t.Parallel(); testDiscard(t, n.discard) })
 			t.Run("Filter", func(t *testing.T) { t.Parallel(); testFilter(t, n.kv) })
 			t.Run("Since", func(t *testing.T) { t.Parallel(); testSince(t, n.kv) })
+			t.Run("Compare", func(t *testing.T) { t.Parallel(); testCompare(t, n.kv) })
 			if n.companion != nil {
 				t.Run("Companion", func(t *testing.T) { t.Parallel(); testCompanion(t, n.companion) })
 			}
@@ -471,4 +472,20 @@ func testCompanion(t *testing.T, node *cometbfttest.Node) {
 	if err != nil || p.Items[0].Cursor != oldest.String() {
 		t.Fatalf("Forward from the start: %v, %v", p, err)
 	}
+}
+
+// testCompare runs CompareRead over the node's heights: both sides read every height and
+// count the same items and events. (How fast each is, is for benchmarks: it is logged.)
+func testCompare(t *testing.T, node *cometbfttest.Node) {
+	ctx := testCtx(t)
+	to := sendTxs(t, ctx, node, "compare", 20)
+	c, err := CompareRead(ctx, Options{Options: client.Options{Node: node.URL}, Concurrency: 4}, 1, to, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reader.Items != c.Plain.Items || c.Reader.Events != c.Plain.Events || c.Reader.Heights != to || c.Reader.Events == 0 {
+		t.Fatalf("the reader read %+v, the plain loop %+v", c.Reader, c.Plain)
+	}
+	t.Logf("heights 1 to %d, %d items, %d events: reader %.0f heights/s, plain loop %.0f heights/s (%.2f×)",
+		to, c.Reader.Items, c.Reader.Events, c.Reader.HeightsPerSecond(), c.Plain.HeightsPerSecond(), c.Ratio())
 }
