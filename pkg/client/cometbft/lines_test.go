@@ -86,6 +86,21 @@ func testWalk(t *testing.T, node *cometbfttest.Node, txs int) {
 		before = p.Next
 	}
 	slices.Reverse(back)
+
+	// A position past a height's last item (made up, or of another chain) reads on from the
+	// next height; one that is no position is refused.
+	p, err := r.Forward(ctx, PageRequest{After: Position{Height: oldest.Height, Index: 500}, Max: 1})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Cursor != (Position{Height: oldest.Height + 1}).String() {
+		t.Fatalf("Forward after item 500 of height %d: %+v, %v", oldest.Height, p, err)
+	}
+	for _, bad := range []Position{{Height: oldest.Height, Index: -2}, {Height: -1}, {Height: MaxHeight + 1}} {
+		if _, err := r.Forward(ctx, PageRequest{After: bad}); !errors.Is(err, ErrCursor) {
+			t.Errorf("Forward after %+v: %v, want an ErrCursor", bad, err)
+		}
+		if _, err := r.Backward(ctx, PageRequest{Before: bad}); !errors.Is(err, ErrCursor) {
+			t.Errorf("Backward before %+v: %v, want an ErrCursor", bad, err)
+		}
+	}
 	if len(back) != len(items) {
 		t.Fatalf("back: %d items, forward: %d", len(back), len(items))
 	}

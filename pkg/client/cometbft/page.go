@@ -116,6 +116,9 @@ func (r *Reader) Forward(ctx context.Context, req PageRequest) (*Page, error) {
 }
 
 func (r *Reader) forward(ctx context.Context, req PageRequest) (*Page, error) {
+	if !req.After.Valid() {
+		return nil, fmt.Errorf("%w: %+v is no position (after)", ErrCursor, req.After)
+	}
 	maxItems := req.Max
 	if maxItems <= 0 {
 		maxItems = DefaultPageItems
@@ -168,7 +171,7 @@ func (r *Reader) forward(ctx context.Context, req PageRequest) (*Page, error) {
 			}
 			return nil, err
 		}
-		items := d.items[from:]
+		items := d.items[min(from, int64(len(d.items))):]
 		if req.Query != nil {
 			items = matching(d, int(from), req.Query)
 		}
@@ -277,6 +280,9 @@ func (r *Reader) bounds(ctx context.Context, p *Page, st Status) (*Page, error) 
 // Backward returns the page of items before req.Before, newest first, down to the oldest
 // height the node serves.
 func (r *Reader) Backward(ctx context.Context, req PageRequest) (*Page, error) {
+	if !req.Before.Valid() {
+		return nil, fmt.Errorf("%w: %+v is no position (before)", ErrCursor, req.Before)
+	}
 	maxItems := req.Max
 	if maxItems <= 0 {
 		maxItems = DefaultPageItems
