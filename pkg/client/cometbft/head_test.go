@@ -92,6 +92,7 @@ func (p *faultProxy) cut() {
 // The head follower wakes waiters from the websocket; when the subscription drops and the
 // websocket is refused, from status polls; and it goes back to the websocket when it can.
 func TestHeadFollower(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CometBFT node")
 	}
@@ -155,6 +156,7 @@ func TestHeadFollower(t *testing.T) {
 // A forward page that waits returns as soon as a new height holds a matching item, and an
 // empty page when the wait ends first.
 func TestForwardWaits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a CometBFT node")
 	}
@@ -185,6 +187,7 @@ func TestForwardWaits(t *testing.T) {
 
 // Detect tells a CometBFT node from what is not one.
 func TestDetectRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "<html><body>404 page not found</body></html>", http.StatusNotFound)
