@@ -33,7 +33,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/internal/buildcache"
+	"github.com/evtctl/evtctl/internal/buildtest"
 )
 
 // EnvDir names the environment variable that holds the directory of built programs.
@@ -53,7 +53,7 @@ var Lines = slices.Sorted(maps.Keys(Releases))
 var reported = map[string]string{"0.37.18": "0.37.16"}
 
 // Dir is where the programs are kept.
-func Dir() string { return buildcache.Dir(EnvDir, "cometbft") }
+func Dir() string { return buildtest.Dir(EnvDir, "cometbft") }
 
 // Kind of program.
 type Kind string
@@ -225,7 +225,7 @@ func buildOnce(dir, lockName string, have func() bool, command func(context.Cont
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	lock, err := buildcache.WaitLock(ctx, filepath.Join(Dir(), lockName+".lock"))
+	lock, err := buildtest.WaitLock(ctx, filepath.Join(Dir(), lockName+".lock"))
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func buildOnce(dir, lockName string, have func() bool, command func(context.Cont
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%v\n%s", err, buildcache.LastLines(out, 10))
+		return fmt.Errorf("%v\n%s", err, buildtest.LastLines(out, 10))
 	}
 	if done != nil {
 		if err := done(); err != nil {

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evtctl/evtctl/internal/buildcache"
+	"github.com/evtctl/evtctl/internal/buildtest"
 )
 
 // Config describes a node to start.
@@ -87,7 +87,7 @@ func StartAll(t testing.TB, specs ...Spec) []*Node {
 			n.Stop()
 			if t.Failed() {
 				if b, err := os.ReadFile(n.logPath); err == nil {
-					t.Logf("%s %s node %s log, last lines:\n%s", n.Bin.Kind, n.Bin.Version, n.URL, buildcache.LastLines(b, 25))
+					t.Logf("%s %s node %s log, last lines:\n%s", n.Bin.Kind, n.Bin.Version, n.URL, buildtest.LastLines(b, 25))
 				}
 			}
 		})
@@ -305,7 +305,7 @@ func (n *Node) start() error {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(n.logPath)
-			return fmt.Errorf("%s %s exited at start: %s", n.Bin.Kind, n.Bin.Version, buildcache.LastLines(b, 15))
+			return fmt.Errorf("%s %s exited at start: %s", n.Bin.Kind, n.Bin.Version, buildtest.LastLines(b, 15))
 		case <-time.After(20 * time.Millisecond):
 		}
 		st, err := n.Status()
@@ -321,7 +321,7 @@ func (n *Node) start() error {
 		if time.Now().After(deadline) {
 			n.Stop()
 			b, _ := os.ReadFile(n.logPath)
-			return fmt.Errorf("%s %s did not commit a block within 60s (%s):\n%s", n.Bin.Kind, n.Bin.Version, last, buildcache.LastLines(b, 15))
+			return fmt.Errorf("%s %s did not commit a block within 60s (%s):\n%s", n.Bin.Kind, n.Bin.Version, last, buildtest.LastLines(b, 15))
 		}
 	}
 }

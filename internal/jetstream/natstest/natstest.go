@@ -35,7 +35,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/evtctl/evtctl/internal/buildcache"
+	"github.com/evtctl/evtctl/internal/buildtest"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -52,7 +52,7 @@ var Releases = map[string]string{
 const envSelf = "EVTCTL_TEST_AS_NATS_SERVER"
 
 // Dir is where the release lines are kept.
-func Dir() string { return buildcache.Dir(EnvDir, "nats-servers") }
+func Dir() string { return buildtest.Dir(EnvDir, "nats-servers") }
 
 // Binary is a nats-server program: a path, and the environment it needs beside this
 // process's.
@@ -142,7 +142,7 @@ func build(line, release string) (Binary, error) {
 	// rather than build it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	lock, err := buildcache.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
+	lock, err := buildtest.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
 	if err != nil {
 		return Binary{}, fmt.Errorf("no nats-server %s: %w", line, err)
 	}
@@ -162,7 +162,7 @@ func build(line, release string) (Binary, error) {
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return Binary{}, fmt.Errorf("no nats-server %s: building it with `GOBIN=%s go install %s` failed: %v\n%s", line, dir, pkg, err, buildcache.LastLines(out, 10))
+		return Binary{}, fmt.Errorf("no nats-server %s: building it with `GOBIN=%s go install %s` failed: %v\n%s", line, dir, pkg, err, buildtest.LastLines(out, 10))
 	}
 	v, err := Version(bin)
 	if err != nil {
@@ -270,7 +270,7 @@ func Start(t testing.TB, bin Binary, cfg Config) *Server {
 		s.Kill()
 		if t.Failed() {
 			if b, err := os.ReadFile(s.logPath); err == nil {
-				t.Logf("nats-server %s (%s) log, last lines:\n%s", cfg.Name, s.Version, buildcache.LastLines(b, 30))
+				t.Logf("nats-server %s (%s) log, last lines:\n%s", cfg.Name, s.Version, buildtest.LastLines(b, 30))
 			}
 		}
 	})
@@ -361,7 +361,7 @@ func (s *Server) Restart() error {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(s.logPath)
-			return fmt.Errorf("nats-server %s exited at start: %s%s", s.Config.Name, out.String(), buildcache.LastLines(b, 20))
+			return fmt.Errorf("nats-server %s exited at start: %s%s", s.Config.Name, out.String(), buildtest.LastLines(b, 20))
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

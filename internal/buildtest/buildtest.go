@@ -1,7 +1,7 @@
-// Package buildcache keeps programs that tests build from released sources (servers and
+// Package buildtest keeps the programs that tests build from released sources (servers and
 // nodes built with the go command through the module proxy) in a directory kept between
 // runs, and lets the test processes of one `go test ./...` build each one once.
-package buildcache
+package buildtest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package buildcache
+package buildtest
 
 import (
 	"context"
