@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/evtctl/evtctl/internal/cometbfttest"
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/internal/tmnode"
@@ -206,5 +208,43 @@ func TestDetectRefuses(t *testing.T) {
 	_, err = Detect(ctx, Options{Options: client.Options{Node: tm.URL}})
 	if !errors.As(err, &nc) || !strings.Contains(err.Error(), "serves the events method") {
 		t.Errorf("a Tendermint node: %v", err)
+	}
+}
+
+// Where /websocket is not served, the follower subscribes at /v1/websocket (which CometBFT
+// v1 serves beside it).
+func TestHeadFollowerV1Path(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/websocket", http.NotFound)
+	mux.HandleFunc("/v1/websocket", func(w http.ResponseWriter, req *http.Request) {
+		c, err := websocket.Accept(w, req, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		if _, _, err := c.Read(ctx); err != nil { // the subscribe request
+			return
+		}
+		_ = c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+		_ = c.Write(ctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"result":{"query":"tm.event='NewBlockHeader'","data":{"type":"tendermint/event/NewBlockHeader","value":{"header":{"height":"7","time":"2026-11-28T06:44:40.540941083Z"}}}}}`))
+		<-req.Context().Done()
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"node_info":{"network":"c","version":"1.0.1"},"sync_info":{"latest_block_height":"5","earliest_block_height":"1","latest_block_time":"2026-11-28T06:44:39.5Z","catching_up":false}}}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	r, err := New(Options{Options: client.Options{Node: srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if h, err := r.WaitHeight(ctx, 6, time.Minute); err != nil || h != 7 {
+		t.Fatalf("WaitHeight(6) = %d, %v; want 7 from the websocket", h, err)
+	}
+	if r.Following() != FollowWebsocket {
+		t.Fatalf("following by %s", r.Following())
 	}
 }

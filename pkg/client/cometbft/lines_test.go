@@ -34,7 +34,7 @@ func TestLines(t *testing.T) {
 			t.Run("Walk", func(t *testing.T) { t.Parallel(); testWalk(t, n.val, 12) })
 			t.Run("WalkBlockEvents", func(t *testing.T) { t.Parallel(); testWalk(t, n.kv, 6) })
 			t.Run("SecondEndpoint", func(t *testing.T) { t.Parallel(); testSecondEndpoint(t, n) })
-			t.Run("Burst", func(t *testing.T) { t.Parallel(); testBurst(t, n.val, 3000) })
+			t.Run("Burst", func(t *testing.T) { t.Parallel(); testBurst(t, n.val, 2000) })
 			t.Run("Prune", func(t *testing.T) { t.Parallel(); testPrune(t, n.prune) })
 			t.Run("Discard", func(t *testing.T) { t.Parallel(); testDiscard(t, n.discard) })
 			t.Run("Filter", func(t *testing.T) { t.Parallel(); testFilter(t, n.kv) })
