@@ -19,7 +19,6 @@ package natstest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -36,8 +35,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/evtctl/evtctl/internal/atomicfile"
-	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/internal/buildtest"
 )
 
 // EnvDir names the environment variable that holds the directory of server binaries.
@@ -54,16 +52,7 @@ var Releases = map[string]string{
 const envSelf = "EVTCTL_TEST_AS_NATS_SERVER"
 
 // Dir is where the release lines are kept.
-func Dir() string {
-	if d := os.Getenv(EnvDir); d != "" {
-		return d
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "evtctl-nats-servers")
-	}
-	return filepath.Join(cache, "evtctl", "nats-servers")
-}
+func Dir() string { return buildtest.Dir(EnvDir, "nats-servers") }
 
 // Binary is a nats-server program: a path, and the environment it needs beside this
 // process's.
@@ -153,7 +142,7 @@ func build(line, release string) (Binary, error) {
 	// rather than build it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	lock, err := waitLock(ctx, filepath.Join(Dir(), line+".lock"))
+	lock, err := buildtest.WaitLock(ctx, filepath.Join(Dir(), line+".lock"))
 	if err != nil {
 		return Binary{}, fmt.Errorf("no nats-server %s: %w", line, err)
 	}
@@ -173,7 +162,7 @@ func build(line, release string) (Binary, error) {
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return Binary{}, fmt.Errorf("no nats-server %s: building it with `GOBIN=%s go install %s` failed: %v\n%s", line, dir, pkg, err, lastLines(out, 10))
+		return Binary{}, fmt.Errorf("no nats-server %s: building it with `GOBIN=%s go install %s` failed: %v\n%s", line, dir, pkg, err, buildtest.LastLines(out, 10))
 	}
 	v, err := Version(bin)
 	if err != nil {
@@ -184,20 +173,6 @@ func build(line, release string) (Binary, error) {
 	}
 	fmt.Fprintf(os.Stderr, "natstest: built nats-server %s into %s in %v\n", release, dir, time.Since(start).Round(time.Second))
 	return Binary{Path: bin, Version: v}, nil
-}
-
-// waitLock takes the lock on the file at path, creating the file if needed, waiting while
-// it is held elsewhere until ctx ends.
-func waitLock(ctx context.Context, path string) (*atomicfile.Lock, error) {
-	for {
-		l, err := atomicfile.TryLock(path)
-		if !errors.Is(err, atomicfile.ErrLocked) {
-			return l, err
-		}
-		if err := retry.Sleep(ctx, 50*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-	}
 }
 
 // system returns the nats-server installed on the system (PATH, /usr/sbin, /usr/bin) when
@@ -295,7 +270,7 @@ func Start(t testing.TB, bin Binary, cfg Config) *Server {
 		s.Kill()
 		if t.Failed() {
 			if b, err := os.ReadFile(s.logPath); err == nil {
-				t.Logf("nats-server %s (%s) log, last lines:\n%s", cfg.Name, s.Version, lastLines(b, 30))
+				t.Logf("nats-server %s (%s) log, last lines:\n%s", cfg.Name, s.Version, buildtest.LastLines(b, 30))
 			}
 		}
 	})
@@ -386,7 +361,7 @@ func (s *Server) Restart() error {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(s.logPath)
-			return fmt.Errorf("nats-server %s exited at start: %s%s", s.Config.Name, out.String(), lastLines(b, 20))
+			return fmt.Errorf("nats-server %s exited at start: %s%s", s.Config.Name, out.String(), buildtest.LastLines(b, 20))
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -454,12 +429,4 @@ func URLs(srvs []*Server) string {
 		}
 	}
 	return strings.Join(u, ",")
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
