@@ -158,13 +158,18 @@ func sameNode(a, b string) bool {
 	return err1 == nil && err2 == nil && na == nb
 }
 
-// client returns a client of the resolved node.
-func (o *nodeOptions) client() (*client.Client, error) {
+// client returns a client of the resolved node. What an http node turns out to be, when it
+// is not a node of the events method (a CometBFT node), is said once on streams' stderr.
+func (o *nodeOptions) client(streams *iostreams.IOStreams) (*client.Client, error) {
 	s, err := o.settings()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString()})
+	var onDetect func(string)
+	if streams != nil {
+		onDetect = func(what string) { fmt.Fprintf(streams.ErrOut, "evtctl: %s\n", safeText(what)) }
+	}
+	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString(), OnDetect: onDetect})
 	if err != nil {
 		return nil, usagef("%v", err) // the CA file
 	}
@@ -430,17 +435,20 @@ func parsePosition(flag, s string, now time.Time) (client.Position, error) {
 		if !ok {
 			return client.Position{}, usagef("%s: checkpoint file %s does not exist", flag, s[1:])
 		}
+		if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
+			return client.Position{}, usagef("%s: checkpoint %s: %q is not a cursor", flag, s[1:], cp.Cursor)
+		}
 		if cp.AtStart() && flag == "--to" {
 			// As a start it is the log's start; as an end it would read as open (the head).
 			return client.Position{}, usagef("%s: checkpoint %s is at the log's start, before every event: no range ends there", flag, s[1:])
 		}
 		return client.Position{Cursor: cp.Cursor, Time: cp.Since}, nil
 	}
-	if c, err := cursor.Parse(s); err == nil {
-		return client.Position{Cursor: c.String()}, nil
-	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return client.Position{Time: t}, nil
+	}
+	if client.IsCursor(s) {
+		return client.Position{Cursor: s}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return client.Position{Time: now.Add(-d)}, nil
@@ -457,7 +465,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	if _, err := cursor.Parse(s); err == nil || strings.HasPrefix(s, "@") {
+	if client.IsCursor(s) || strings.HasPrefix(s, "@") {
 		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
 	}
 	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)

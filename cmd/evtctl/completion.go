@@ -47,13 +47,13 @@ func completeTypes(cmd *cobra.Command, _ []string, toComplete string) ([]string,
 	no.CAFile, _ = cmd.Flags().GetString("ca-file")
 	no.Insecure, _ = cmd.Flags().GetBool("insecure")
 	no.Context, _ = cmd.Flags().GetString("context")
-	c, err := no.client()
+	c, err := no.client(nil)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), time.Second)
 	defer cancel()
-	reply, err := c.Events(ctx, client.Request{MaxItems: 1000, Wait: time.Millisecond})
+	reply, err := c.Page(ctx, client.PageRequest{Max: 1000, Backward: true})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -111,7 +111,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		defer stopProducing()
 		if interactive {
 			query, _ := opts.query.build() // checked above
-			c, err := (&nodeOptions{Node: node.URL, exact: true}).client()
+			c, err := (&nodeOptions{Node: node.URL, exact: true}).client(opts.streams)
 			if err != nil {
 				return err
 			}

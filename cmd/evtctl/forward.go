@@ -226,7 +226,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := opts.node.client()
+	c, err := opts.node.client(opts.streams)
 	if err != nil {
 		return err
 	}
@@ -272,15 +272,16 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if opts.UntilCaughtUp {
 		so.Wait = time.Millisecond // the head is the goal: do not wait there for new events
 	}
-	saveCheckpoint := func(cur string) error {
-		return cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Updated: time.Now().UTC()})
-	}
 	from := "the head"
 	cp, haveCP := cursor.Checkpoint{}, false
 	if paths.checkpoint != "" {
-		if cp, haveCP, err = cursor.LoadCheckpoint(paths.checkpoint); err != nil {
-			return err
+		if cp, haveCP, err = loadCheckpoint(ctx, c, paths.checkpoint, so.Backoff, so.OnRetry); err != nil {
+			return opts.node.explain(err)
 		}
+	}
+	log := newLogNamer(ctx, c, cp.Log)
+	saveCheckpoint := func(cur string) error {
+		return cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Log: log.at(cur), Updated: time.Now().UTC()})
 	}
 	switch {
 	case haveCP:
@@ -306,7 +307,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 	if paths.checkpoint != "" && !haveCP {
 		// Recorded now, so that a run stopped before its first event loses nothing.
-		if err := cursor.SaveCheckpoint(paths.checkpoint, startCheckpoint(so, c.Node(), query)); err != nil {
+		if err := cursor.SaveCheckpoint(paths.checkpoint, startCheckpoint(so, c.Node(), query, log)); err != nil {
 			return err
 		}
 	}

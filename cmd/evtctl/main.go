@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"github.com/evtctl/evtctl/internal/iostreams"
+	// Sources of logs that do not speak the events method register themselves.
+	_ "github.com/evtctl/evtctl/pkg/client/cometbft"
 )
 
 func main() {

@@ -98,7 +98,7 @@ func (opts *replayOptions) resolve() (query string, from, to client.Position, c 
 	if to, err = parsePosition("--to", opts.To, now); err != nil {
 		return
 	}
-	c, err = opts.node.client()
+	c, err = opts.node.client(opts.streams)
 	return
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -34,8 +36,8 @@ func fixHead(ctx context.Context, c *client.Client, so *client.StreamOptions) er
 
 // startCheckpoint is the checkpoint of a consumer that starts as so says and has read
 // nothing yet.
-func startCheckpoint(so client.StreamOptions, node, query string) cursor.Checkpoint {
-	cp := cursor.Checkpoint{Cursor: so.After, Node: node, Query: query, Updated: time.Now().UTC()}
+func startCheckpoint(so client.StreamOptions, node, query string, log *logNamer) cursor.Checkpoint {
+	cp := cursor.Checkpoint{Cursor: so.After, Node: node, Query: query, Log: log.at(so.After), Updated: time.Now().UTC()}
 	if so.After == "" && !so.FromStart {
 		cp.Since = so.Since.UTC()
 	}
@@ -56,4 +58,54 @@ func describeCheckpoint(cp cursor.Checkpoint) string {
 		return "(events since " + cp.Since.Format(time.RFC3339Nano) + ")"
 	}
 	return "(the log's start)"
+}
+
+// loadCheckpoint reads the checkpoint file at path for a consumer of the log c reads: its
+// cursor must be a cursor, and a checkpoint that names its log (a chain) is refused against
+// another log, with exit status 4. ok is false when the file does not exist.
+func loadCheckpoint(ctx context.Context, c *client.Client, path string, b client.Backoff, onRetry client.RetryFunc) (cp cursor.Checkpoint, ok bool, err error) {
+	if cp, ok, err = cursor.LoadCheckpoint(path); err != nil || !ok {
+		return cp, ok, err
+	}
+	if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
+		return cp, false, fmt.Errorf("checkpoint %s: %q is not a cursor", path, cp.Cursor)
+	}
+	if len(cp.Log) > 0 {
+		// What the node is must be known before its log can be told from another.
+		if _, err := c.Head(ctx, b, onRetry); err != nil {
+			return cp, false, err
+		}
+		if err := c.CheckIdentity(ctx, cp.Log); err != nil {
+			return cp, false, &statusError{exitNotOfLog, fmt.Errorf("checkpoint %s is not of this log: %w", path, err)}
+		}
+	}
+	return cp, true, nil
+}
+
+// logNamer names the log at positions for checkpoints (see client.Identity). It keeps the
+// last name it learnt: a checkpoint written while the source cannot say (a node that does
+// not answer, Ctrl-C) is written with it, which still tells another log from this one.
+type logNamer struct {
+	ctx  context.Context
+	c    *client.Client
+	last json.RawMessage
+}
+
+func newLogNamer(ctx context.Context, c *client.Client, saved json.RawMessage) *logNamer {
+	return &logNamer{ctx: context.WithoutCancel(ctx), c: c, last: saved}
+}
+
+// at is the log's name at pos, or the last one learnt.
+func (n *logNamer) at(pos string) json.RawMessage {
+	if n == nil {
+		return nil
+	}
+	if pos != "" {
+		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+		defer cancel()
+		if id, err := n.c.Identity(ctx, pos); err == nil && len(id) > 0 {
+			n.last = id
+		}
+	}
+	return n.last
 }

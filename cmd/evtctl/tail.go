@@ -122,8 +122,8 @@ func (opts *tailOptions) resolve() (query string, from client.Position, c *clien
 		return
 	}
 	if opts.After != "" {
-		if _, err = cursor.Parse(opts.After); err != nil {
-			err = usagef("--after: %v", err)
+		if !client.IsCursor(opts.After) {
+			err = usagef("--after %q: not a cursor", opts.After)
 			return
 		}
 		from = client.Position{Cursor: opts.After}
@@ -135,7 +135,7 @@ func (opts *tailOptions) resolve() (query string, from client.Position, c *clien
 		}
 		from = client.Position{Time: t}
 	}
-	c, err = opts.node.client()
+	c, err = opts.node.client(opts.streams)
 	return
 }
 
@@ -163,10 +163,11 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
 	resuming := false
 	if ck.path != "" {
-		cp, ok, err := cursor.LoadCheckpoint(ck.path)
+		cp, ok, err := loadCheckpoint(ctx, c, ck.path, so.Backoff, so.OnRetry)
 		if err != nil {
-			return err
+			return opts.node.explain(streamResult(ctx, err))
 		}
+		ck.log = newLogNamer(ctx, c, cp.Log)
 		if resuming = ok; ok {
 			resumeAt(&so, cp)
 			ck.saved = cp.Cursor
@@ -259,13 +260,14 @@ type checkpointer struct {
 	path, node, query string
 	saved, pending    string
 	last              time.Time
+	log               *logNamer // names the log at the cursor saved
 }
 
 const checkpointInterval = 200 * time.Millisecond
 
 // start records where a consumer that has read nothing yet starts.
 func (c *checkpointer) start(so client.StreamOptions) error {
-	if err := cursor.SaveCheckpoint(c.path, startCheckpoint(so, c.node, c.query)); err != nil {
+	if err := cursor.SaveCheckpoint(c.path, startCheckpoint(so, c.node, c.query, c.log)); err != nil {
 		return err
 	}
 	c.saved = so.After // the first events read are recorded at once, as without it
@@ -282,7 +284,7 @@ func (c *checkpointer) update(cur string, final bool) error {
 	if c.pending == "" || c.pending == c.saved || (!final && time.Since(c.last) < checkpointInterval) {
 		return nil
 	}
-	err := cursor.SaveCheckpoint(c.path, cursor.Checkpoint{Cursor: c.pending, Node: c.node, Query: c.query, Updated: time.Now().UTC()})
+	err := cursor.SaveCheckpoint(c.path, cursor.Checkpoint{Cursor: c.pending, Node: c.node, Query: c.query, Log: c.log.at(c.pending), Updated: time.Now().UTC()})
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func benchModel(b *testing.B) (*Model, *fakeLog) {
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m.list.follow = true
 	m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, reset: resetSpec{startFollow: true, selectLast: true},
-		evs: newEvents(f.items), page: Page{Newest: f.items[len(f.items)-1].Cursor}})
+		evs: newEvents(f, f.items), page: Page{Newest: f.items[len(f.items)-1].Cursor}})
 	m.conn.stop() // the benchmark feeds the head itself
 	if m.list.loaded() != DefaultKeep || !m.list.win.newerDone {
 		b.Fatalf("%d loaded", m.list.loaded())
@@ -40,7 +40,7 @@ func nextBatch(m *Model, f *fakeLog, n int) feedMsg {
 	f.add(n, "")
 	items := f.items[len(f.items)-n:]
 	f.items = f.items[len(f.items)-n:] // keep the fake's memory flat
-	evs := newEvents(items)
+	evs := newEvents(f, items)
 	return feedMsg{followMsg{gen: m.list.gen, evs: evs, cursor: evs[n-1].cursor, caughtUp: true}}
 }
 
@@ -82,6 +82,6 @@ func BenchmarkNewEvents(b *testing.B) {
 	f.add(benchPerFrame, "")
 	b.ReportAllocs()
 	for b.Loop() {
-		newEvents(f.items)
+		newEvents(f, f.items)
 	}
 }

@@ -29,7 +29,7 @@ func demoModel(t *testing.T, width, n int) *Model {
 	t.Cleanup(m.Close)
 	m.Update(tea.WindowSizeMsg{Width: width, Height: termH})
 	m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, reset: resetSpec{startFollow: true, selectLast: true},
-		evs: newEvents(items), page: Page{Newest: items[n-1].Cursor}})
+		evs: newEvents(newFakeLog(), items), page: Page{Newest: items[n-1].Cursor}})
 	return m
 }
 

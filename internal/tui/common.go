@@ -79,8 +79,11 @@ type (
 	probeMsg struct {
 		startup bool
 		page    Page
-		err     error
-		attempt int
+		// from and to are the command line's start and end as positions of the log, on
+		// startup ("" when open).
+		from, to string
+		err      error
+		attempt  int
 	}
 	refetchMsg struct{ msg tea.Msg }
 	feedMsg    []any
@@ -124,7 +127,7 @@ func fetch(c *common, gen, epoch int, kind loadKind, req PageRequest, rs resetSp
 		p, err := src.Page(ctx, req)
 		msg := pageMsg{gen: gen, epoch: epoch, kind: kind, req: req, reset: rs, page: p, err: err, attempt: attempt}
 		if err == nil {
-			msg.evs = newEvents(p.Items)
+			msg.evs = newEvents(src, p.Items)
 			msg.page.Items = nil
 		}
 		return msg
@@ -141,8 +144,29 @@ func probe(c *common, startup bool, attempt int) tea.Cmd {
 		defer work.finish()
 		p, err := src.Page(ctx, PageRequest{Limit: 1, Backward: true})
 		p.Items = nil
-		return probeMsg{startup: startup, page: p, err: err, attempt: attempt}
+		msg := probeMsg{startup: startup, page: p, err: err, attempt: attempt}
+		if startup && err == nil {
+			msg.from, msg.err = place(ctx, src, c.cfg.From, false)
+			if msg.err == nil {
+				msg.to, msg.err = place(ctx, src, c.cfg.To, true)
+			}
+		}
+		return msg
 	}
+}
+
+// place turns a point of the command line into a position of the log. A time that ends a
+// range includes events stamped at that time.
+func place(ctx context.Context, src Source, p client.Position, end bool) (string, error) {
+	switch {
+	case p.Cursor != "":
+		return p.Cursor, nil
+	case p.Time.IsZero():
+		return "", nil
+	case end:
+		return src.At(ctx, p.Time.Add(time.Nanosecond))
+	}
+	return src.At(ctx, p.Time)
 }
 
 // follow follows the head after cursor after for query q until ctx ends, sending what it
@@ -165,7 +189,7 @@ func follow(ctx context.Context, c *common, gen int, q, after string) tea.Cmd {
 		err := src.Follow(ctx, FollowRequest{Query: q, After: after, FromStart: after == "", OnRetry: func(err error, attempt int, delay time.Duration) {
 			send(followRetryMsg{gen: gen, err: err, attempt: attempt, delay: delay})
 		}}, func(b client.Batch) error {
-			if !send(followMsg{gen: gen, gap: b.Gap, evs: newEvents(b.Items), cursor: b.Cursor, caughtUp: b.CaughtUp}) {
+			if !send(followMsg{gen: gen, gap: b.Gap, evs: newEvents(src, b.Items), cursor: b.Cursor, caughtUp: b.CaughtUp}) {
 				return ctx.Err()
 			}
 			return nil

@@ -18,8 +18,11 @@ import (
 // when it arrives, off the UI goroutine. It is never changed after that.
 type event struct {
 	cursor string
-	raw    []byte // the item as the node sent it: {"cursor":…,"event":…,"data":…}
-	data   []byte // the item's data (the CloudEvent), within raw; nil when absent
+	// pos and before are the positions right after and right before the event in the log,
+	// by which the window orders and bounds what it holds.
+	pos, before string
+	raw         []byte // the item as the node sent it: {"cursor":…,"event":…,"data":…}
+	data        []byte // the item's data (the CloudEvent), within raw; nil when absent
 
 	// Shown in the list, cleaned for the terminal; "" when absent.
 	typ, source, subject, id string
@@ -84,11 +87,12 @@ func newEvent(it client.Item) *event {
 	return ev
 }
 
-// newEvents copies a page's items.
-func newEvents(items []client.Item) []*event {
+// newEvents copies a page's items, placing each in the log as src says.
+func newEvents(src Source, items []client.Item) []*event {
 	evs := make([]*event, len(items))
 	for i, it := range items {
 		evs[i] = newEvent(it)
+		evs[i].pos, evs[i].before = client.PosOf(it), src.PosBefore(it)
 	}
 	return evs
 }

@@ -111,6 +111,23 @@ func (f *fakeLog) requests() []PageRequest {
 
 func (f *fakeLog) Node() string { return "http://127.0.0.1:7480" }
 
+// later reports whether cursor a comes after b.
+func later(a, b string) bool { return cursor.CompareText(a, b) > 0 }
+
+func (f *fakeLog) Compare(a, b string) int { return cursor.CompareText(a, b) }
+
+func (f *fakeLog) PosBefore(it client.Item) string { return it.Cursor }
+
+func (f *fakeLog) At(ctx context.Context, t time.Time) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, newest := f.bounds()
+	if newest == "" {
+		return "", nil
+	}
+	return cursor.FromTime(t, cursor.WidthOf(newest)).String(), nil
+}
+
 func (f *fakeLog) bounds() (oldest, newest string) {
 	if len(f.items) == 0 {
 		return "", ""
@@ -167,6 +184,29 @@ func (f *fakeLog) Page(ctx context.Context, r PageRequest) (Page, error) {
 		}
 	}
 	p.Items = match
+	switch {
+	case r.Backward && len(match) > 0:
+		p.Next = match[0].Cursor
+	case len(match) > 0:
+		p.Next = match[len(match)-1].Cursor
+	case r.Backward:
+		p.Next = r.Before
+	default:
+		p.Next = r.After
+	}
+	if !r.Backward && !p.More {
+		// Caught up: examined up to the newest, or the range's end.
+		end := p.Newest
+		if r.Through != "" && later(end, r.Through) {
+			end = r.Through
+		}
+		if later(end, p.Next) {
+			p.Next = end
+		}
+	}
+	if !r.Backward && !r.NoGap {
+		p.Gap = client.GapAfter(r.After, p.Oldest, p.Newest, len(match) == 0)
+	}
 	return p, nil
 }
 

@@ -1,13 +1,10 @@
 package tui
 
 import (
-	"time"
-
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // listModel is the event list: the window of matching events held, the query they match,
@@ -48,7 +45,7 @@ type listModel struct {
 }
 
 func newList(c *common) listModel {
-	return listModel{c: c, query: c.cfg.Query, gen: 1, epoch: 1, sel: -1, height: 1, win: window{max: c.cfg.Keep}}
+	return listModel{c: c, query: c.cfg.Query, gen: 1, epoch: 1, sel: -1, height: 1, win: window{max: c.cfg.Keep, cmp: c.src.Compare}}
 }
 
 // setHeight gives the list its lines on the screen.
@@ -63,7 +60,7 @@ func (l *listModel) streamStarted() { l.streamLast = "" }
 // onFollow takes a batch of the head, already checked to be of this generation.
 func (l *listModel) onFollow(f followMsg) {
 	if n := len(f.evs); n > 0 {
-		l.streamLast = f.evs[n-1].cursor
+		l.streamLast = f.evs[n-1].pos
 		if l.paused {
 			l.waiting += n
 		}
@@ -198,6 +195,8 @@ func (l *listModel) through() string {
 
 // fetch asks for a page for this query and window.
 func (l *listModel) fetch(kind loadKind, req PageRequest, rs resetSpec, attempt int) tea.Cmd {
+	// Nothing is measured from the log's start, nor from a bound made from a time.
+	req.NoGap = req.After == "" || req.After == l.madeLower || req.After == l.madeUpper
 	return fetch(l.c, l.gen, l.epoch, kind, req, rs, attempt)
 }
 
@@ -256,38 +255,36 @@ func (l *listModel) takeQuery(p pageMsg) {
 	l.fixView()
 }
 
-// placeFollowing places a following list at its start position, from the node's first
-// answer; following the head starts next.
-func (l *listModel) placeFollowing(head Page) {
+// placeFollowing places a following list at its start position (from, "" for the head or
+// the log's start), from the log's first answer; following the head starts next.
+func (l *listModel) placeFollowing(from string) {
 	l.started = true
-	w := max(cursor.WidthOf(head.Newest), cursor.WidthOf(head.Oldest))
-	start := position(l.c.cfg.From, w, false)
 	if l.c.cfg.From.Cursor == "" {
-		l.madeLower = start
+		l.madeLower = from
 	}
-	l.win.reset(start, l.c.cfg.FromStart, false)
-	if start == "" {
+	l.win.reset(from, l.c.cfg.FromStart, false)
+	if from == "" {
 		l.win.olderDone = true // an empty log: everything is yet to come
 	}
 }
 
-// placeRange places a range, from the node's first answer.
-func (l *listModel) placeRange(head Page) tea.Cmd {
+// placeRange places a range from the log's first answer: its head, and the range's ends as
+// positions (from and to, "" when open).
+func (l *listModel) placeRange(head Page, from, to string) tea.Cmd {
 	l.started = true
 	cfg := &l.c.cfg
-	w := max(cursor.WidthOf(head.Newest), cursor.WidthOf(head.Oldest))
-	l.lower = position(cfg.From, w, false)
+	l.lower = from
 	if cfg.From.Cursor == "" {
 		l.madeLower = l.lower
 	}
 	l.upper = head.Newest
 	if !cfg.To.IsZero() {
-		l.upper = position(cfg.To, w, true)
+		l.upper = to
 		if cfg.To.Cursor == "" {
 			l.madeUpper = l.upper
 		}
 	}
-	if l.upper == "" || (l.lower != "" && !later(l.upper, l.lower)) {
+	if l.upper == "" || (l.lower != "" && !l.win.later(l.upper, l.lower)) {
 		l.win.reset(l.lower, true, true) // an empty log or range
 		return nil
 	}
@@ -296,29 +293,6 @@ func (l *listModel) placeRange(head Page) tea.Cmd {
 	}
 	l.win.reset(l.lower, true, false)
 	return nil
-}
-
-// position turns a point of the command line into a cursor of the node's width. A time
-// that ends a range includes events stamped at that time.
-func position(p client.Position, width int, end bool) string {
-	switch {
-	case p.Cursor != "":
-		return p.Cursor
-	case p.Time.IsZero() || width == 0:
-		return ""
-	case end:
-		return cursor.FromTime(p.Time.Add(time.Nanosecond), width).String()
-	}
-	return cursor.FromTime(p.Time, width).String()
-}
-
-// gapAfter is what a page read after `after` says of the log: a gap, or nil. Nothing is
-// measured from a bound made from a time, nor from the log's start.
-func (l *listModel) gapAfter(after string, p Page, empty bool) *client.Gap {
-	if after == "" || after == l.madeLower || after == l.madeUpper {
-		return nil
-	}
-	return client.GapAfter(after, p.Oldest, p.Newest, empty)
 }
 
 // pageFailed gives up on a page the node refused; it reports whether that leaves the list
@@ -348,9 +322,9 @@ func (l *listModel) onPage(p pageMsg) {
 		l.off += added
 		if !p.page.More {
 			l.win.olderDone = true
-		} else if p.page.Resume != "" {
-			if first := l.win.firstEvent(); first == "" || later(first, p.page.Resume) {
-				l.win.lo = p.page.Resume // stopped short: the next page starts there
+		} else if p.page.Next != "" {
+			if first := l.win.firstEvent(); first == "" || l.win.later(first, p.page.Next) {
+				l.win.lo = p.page.Next // stopped short: the next page starts there
 			}
 		}
 		if l.overshoot < 0 && l.sel >= 0 {
@@ -368,21 +342,21 @@ func (l *listModel) onPage(p pageMsg) {
 		l.trim()
 	case loadNewer:
 		l.loadingNewer = false
-		gap := l.gapAfter(l.win.hi, p.page, len(p.evs) == 0)
+		gap := p.page.Gap
 		if gap != nil && gap.Kind == client.GapPastNewest {
 			l.win.hi = p.page.Newest // not a position in this log: go on from its newest
 		}
 		through := ""
 		if !p.page.More {
 			through = p.page.Newest
-			if !l.c.cfg.Follow && l.upper != "" && (through == "" || later(through, l.upper)) {
+			if !l.c.cfg.Follow && l.upper != "" && (through == "" || l.win.later(through, l.upper)) {
 				through = l.upper
 			}
 		} else {
-			through = p.page.Resume // stopped short: examined up to there
+			through = p.page.Next // stopped short: examined up to there
 		}
 		l.win.appendNewer(p.evs, gap, through)
-		if !p.page.More && (!l.c.cfg.Follow || l.streamLast == "" || !later(l.streamLast, l.win.hi)) {
+		if !p.page.More && (!l.c.cfg.Follow || l.streamLast == "" || !l.win.later(l.streamLast, l.win.hi)) {
 			l.win.newerDone = true
 		}
 		if l.overshoot > 0 && l.sel >= 0 {
@@ -414,7 +388,7 @@ func (l *listModel) placeReset(p pageMsg) {
 	follow := l.c.cfg.Follow
 	if rs.forward {
 		l.win.reset(p.req.After, true, false)
-		gap := l.gapAfter(p.req.After, p.page, len(p.evs) == 0)
+		gap := p.page.Gap
 		if gap != nil && gap.Kind == client.GapPastNewest {
 			l.win.hi = p.page.Newest
 		}
@@ -431,14 +405,14 @@ func (l *listModel) placeReset(p pageMsg) {
 		if !follow {
 			hi = l.upper
 		}
-		if hi != "" && (l.win.hi == "" || later(hi, l.win.hi)) {
+		if hi != "" && (l.win.hi == "" || l.win.later(hi, l.win.hi)) {
 			l.win.hi = hi
 		}
 		switch {
 		case !follow, rs.startFollow:
 			l.win.newerDone = true
 		case rs.attach:
-			l.win.newerDone = l.streamLast == "" || !later(l.streamLast, l.win.hi)
+			l.win.newerDone = l.streamLast == "" || !l.win.later(l.streamLast, l.win.hi)
 		}
 		if !follow && l.lower != "" && !p.page.More {
 			l.win.olderDone = true

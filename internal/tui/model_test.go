@@ -19,7 +19,7 @@ func events(f *fakeLog, from, to int) []*event {
 	var evs []*event
 	for _, it := range f.items {
 		if c := it.Cursor; !later(fakeCursor(from), c) && !later(c, fakeCursor(to)) {
-			evs = append(evs, newEvent(it))
+			evs = append(evs, newEvents(f, []client.Item{it})...)
 		}
 	}
 	return evs
@@ -28,7 +28,7 @@ func events(f *fakeLog, from, to int) []*event {
 func TestWindow(t *testing.T) {
 	f := newFakeLog()
 	f.add(20, "")
-	w := window{max: 10}
+	w := window{max: 10, cmp: f.Compare}
 	w.reset(fakeCursor(5), false, false)
 	if before, through := w.olderBounds(); before != "" || through != fakeCursor(5) {
 		t.Errorf("an empty window pages back from before %q through %q; want through its hi", before, through)
@@ -179,7 +179,7 @@ func TestPositions(t *testing.T) {
 	cfg.From = client.Position{Time: fakeBase.Add(20*time.Millisecond + 500*time.Microsecond)}
 	m, _ := newTestModel(cfg)
 	defer m.Close()
-	cmd := m.onProbe(probeMsg{startup: true, page: Page{Oldest: fakeCursor(1), Newest: fakeCursor(50)}})
+	cmd := m.onProbe(runCmd(probe(m.c, true, 0)).(probeMsg)) // the log turns the time into its position
 	if m.list.win.hi != cursor.FromTime(cfg.From.Time, cursor.NodeWidth).String() || m.list.win.olderDone || m.list.win.newerDone || cmd == nil {
 		t.Errorf("window after the probe: %+v", m.list.win)
 	}
@@ -195,7 +195,7 @@ func TestPositions(t *testing.T) {
 	cfg.To = client.Position{Time: fakeBase.Add(40 * time.Millisecond)}
 	m2, _ := newTestModel(cfg)
 	defer m2.Close()
-	m2.onProbe(probeMsg{startup: true, page: Page{Oldest: fakeCursor(1), Newest: fakeCursor(50)}})
+	m2.onProbe(runCmd(probe(m2.c, true, 0)).(probeMsg))
 	if m2.list.lower != "" || later(fakeCursor(40), m2.list.upper) || !later(fakeCursor(41), m2.list.upper) {
 		t.Errorf("range %q .. %q", m2.list.lower, m2.list.upper)
 	}

@@ -139,13 +139,13 @@ func (s *connModel) probed(startup bool) {
 }
 
 func (s *connModel) noteHead(p Page) {
-	if p.Newest != "" && (s.headNewest == "" || later(p.Newest, s.headNewest)) {
+	if p.Newest != "" && (s.headNewest == "" || s.c.src.Compare(p.Newest, s.headNewest) > 0) {
 		s.headNewest = p.Newest
 	}
 }
 
 func (s *connModel) noteNewest(c string) {
-	if c != "" && (s.newest == "" || later(c, s.newest)) {
+	if c != "" && (s.newest == "" || s.c.src.Compare(c, s.newest) > 0) {
 		s.newest = c
 	}
 }
@@ -167,7 +167,7 @@ func (s *connModel) onFollow(f followMsg) {
 	s.setLive()
 	s.streamCursor, s.caughtUp = f.cursor, f.caughtUp
 	if n := len(f.evs); n > 0 {
-		s.noteNewest(f.evs[n-1].cursor)
+		s.noteNewest(f.evs[n-1].pos)
 		s.rate.add(s.c.now(), n)
 	}
 }

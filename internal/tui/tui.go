@@ -246,7 +246,7 @@ func (m *Model) onPage(p pageMsg) tea.Cmd {
 	m.conn.setLive()
 	m.conn.noteHead(p.page)
 	if n := len(p.evs); n > 0 {
-		m.conn.noteNewest(p.evs[n-1].cursor)
+		m.conn.noteNewest(p.evs[n-1].pos)
 	}
 	m.list.onPage(p)
 	if p.kind == loadReset && p.reset.startFollow {
@@ -273,7 +273,7 @@ func (m *Model) onCandidate(p pageMsg) tea.Cmd {
 	m.prompt.applied()
 	m.conn.restart()
 	if n := len(p.evs); n > 0 {
-		m.conn.noteNewest(p.evs[n-1].cursor)
+		m.conn.noteNewest(p.evs[n-1].pos)
 	}
 	m.list.takeQuery(p)
 	m.conn.setFlash("filter applied", false)
@@ -301,10 +301,10 @@ func (m *Model) onProbe(p probeMsg) tea.Cmd {
 		return nil
 	}
 	if m.c.cfg.Follow {
-		m.list.placeFollowing(p.page)
+		m.list.placeFollowing(p.from)
 		return m.startFollow(p.page.Newest)
 	}
-	return m.list.placeRange(p.page)
+	return m.list.placeRange(p.page, p.from, p.to)
 }
 
 // refetch asks again for what failed, unless it is no longer wanted.

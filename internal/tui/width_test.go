@@ -62,7 +62,7 @@ func TestWidthFollowsTheRenderer(t *testing.T) {
 	m, _ := newTestModel(testConfig(f, newClock()))
 	defer m.Close()
 	m.Update(pageMsg{gen: m.list.gen, epoch: m.list.epoch, kind: loadReset, reset: resetSpec{startFollow: true, selectLast: true},
-		evs: newEvents(f.items), page: Page{Newest: f.items[1].Cursor}})
+		evs: newEvents(f, f.items), page: Page{Newest: f.items[1].Cursor}})
 	for _, want := range []ansi.Method{ansi.WcWidth, ansi.GraphemeWidth} {
 		if want == ansi.GraphemeWidth {
 			m.Update(tea.ModeReportMsg{Mode: ansi.ModeUnicodeCore, Value: ansi.ModeReset})

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 )
 
 // row is one line of the list: an event, or a marker for events that were lost.
@@ -28,7 +27,12 @@ type window struct {
 	// olderDone: nothing older to fetch (the log's oldest event, or the start of a range).
 	// newerDone: nothing newer to fetch (following: attached to the head; a range: its end).
 	olderDone, newerDone bool
+	// cmp orders positions of the log.
+	cmp func(a, b string) int
 }
+
+// later reports whether position a comes after b.
+func (w *window) later(a, b string) bool { return w.cmp(a, b) > 0 }
 
 // reset empties the window, which then sits after hi.
 func (w *window) reset(hi string, olderDone, newerDone bool) {
@@ -37,11 +41,12 @@ func (w *window) reset(hi string, olderDone, newerDone bool) {
 	w.hi, w.lo, w.olderDone, w.newerDone = hi, "", olderDone, newerDone
 }
 
-// firstEvent and lastEvent return the cursors of the oldest and newest events held, "" if none.
+// firstEvent returns the position right before the oldest event held, and lastEvent the
+// one right after the newest; "" if none.
 func (w *window) firstEvent() string {
 	for _, r := range w.rows {
 		if r.ev != nil {
-			return r.ev.cursor
+			return r.ev.before
 		}
 	}
 	return ""
@@ -50,7 +55,7 @@ func (w *window) firstEvent() string {
 func (w *window) lastEvent() string {
 	for i := len(w.rows) - 1; i >= 0; i-- {
 		if r := w.rows[i]; r.ev != nil {
-			return r.ev.cursor
+			return r.ev.pos
 		}
 	}
 	return ""
@@ -60,7 +65,7 @@ func (w *window) lastEvent() string {
 // with an empty window, those up to and including `through` (its hi).
 func (w *window) olderBounds() (before, through string) {
 	before = w.firstEvent()
-	if w.lo != "" && (before == "" || later(before, w.lo)) {
+	if w.lo != "" && (before == "" || w.later(before, w.lo)) {
 		before = w.lo
 	}
 	if before == "" {
@@ -80,13 +85,13 @@ func (w *window) appendNewer(evs []*event, gap *client.Gap, through string) int 
 		w.gaps++
 	}
 	for _, ev := range evs {
-		if w.hi != "" && !later(ev.cursor, w.hi) {
+		if w.hi != "" && !w.later(ev.pos, w.hi) {
 			continue
 		}
 		w.rows = append(w.rows, row{ev: ev})
-		w.hi = ev.cursor
+		w.hi = ev.pos
 	}
-	if through != "" && later(through, w.hi) {
+	if through != "" && w.later(through, w.hi) {
 		w.hi = through
 	}
 	return len(w.rows) - n
@@ -98,7 +103,7 @@ func (w *window) prependOlder(evs []*event) int {
 	before, through := w.olderBounds()
 	keep := evs[:0:0]
 	for _, ev := range evs {
-		if before != "" && later(before, ev.cursor) || before == "" && (through == "" || !later(ev.cursor, through)) {
+		if before != "" && w.later(before, ev.before) || before == "" && (through == "" || !w.later(ev.pos, through)) {
 			keep = append(keep, ev)
 		}
 	}
@@ -112,7 +117,7 @@ func (w *window) prependOlder(evs []*event) int {
 	w.rows = append(rows, w.rows...)
 	w.lo = ""
 	if w.hi == "" {
-		w.hi = keep[len(keep)-1].cursor
+		w.hi = keep[len(keep)-1].pos
 	}
 	return len(keep)
 }
@@ -164,6 +169,3 @@ func countGaps(rows []row) int {
 	}
 	return n
 }
-
-// later reports whether cursor a comes after b.
-func later(a, b string) bool { return cursor.CompareText(a, b) > 0 }

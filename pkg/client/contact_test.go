@@ -181,7 +181,7 @@ func TestRefusedAfterAnswerIsRetried(t *testing.T) {
 		t.Fatalf("first call: %v, answered %v", err, c2.Answered())
 	}
 	var retried []error
-	if _, err := c2.eventsRetry(context.Background(), Request{}, fastBackoff, func(err error, _ int, _ time.Duration) { retried = append(retried, err) }); err != nil {
+	if _, err := retrying(context.Background(), fastBackoff, func(err error, _ int, _ time.Duration) { retried = append(retried, err) }, func() (*Reply, error) { return c2.Events(context.Background(), Request{}) }); err != nil {
 		t.Fatalf("after an answer: %v", err)
 	}
 	if len(retried) != 3 || !Retryable(retried[0]) || errors.As(retried[0], &ce) {
@@ -189,7 +189,7 @@ func TestRefusedAfterAnswerIsRetried(t *testing.T) {
 	}
 	// --retry-for still bounds it.
 	calls.Store(1)
-	_, err = c2.eventsRetry(context.Background(), Request{}, Backoff{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond, GiveUp: 25 * time.Millisecond}, nil)
+	_, err = retrying(context.Background(), Backoff{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond, GiveUp: 25 * time.Millisecond}, nil, func() (*Reply, error) { return c2.Events(context.Background(), Request{}) })
 	if err == nil || !strings.Contains(err.Error(), "gave up after retrying for") {
 		t.Fatalf("with GiveUp: %v", err)
 	}

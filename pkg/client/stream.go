@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,34 +32,54 @@ func (b Backoff) delay(attempt int) time.Duration {
 // RetryFunc is told of each failed attempt before the client waits delay and tries again.
 type RetryFunc func(err error, attempt int, delay time.Duration)
 
-// eventsRetry calls Events until it succeeds, fails for good, or ctx ends.
-func (c *Client) eventsRetry(ctx context.Context, req Request, b Backoff, onRetry RetryFunc) (*Reply, error) {
+// retrying calls attempt until it succeeds, fails for good (see Retryable), or ctx ends,
+// waiting between attempts as b says and telling onRetry of each failure.
+func retrying[T any](ctx context.Context, b Backoff, onRetry RetryFunc, attempt func() (T, error)) (T, error) {
+	var zero T
 	var failingSince time.Time
-	for attempt := 0; ; attempt++ {
-		r, err := c.Events(ctx, req)
+	for n := 0; ; n++ {
+		v, err := attempt()
 		if err == nil {
-			return r, nil
+			return v, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return zero, ctx.Err()
 		}
 		if !Retryable(err) {
-			return nil, err
+			return zero, err
 		}
-		d := max(b.delay(attempt), retryAfterOf(err))
-		if attempt == 0 {
+		d := max(b.delay(n), retryAfterOf(err))
+		if n == 0 {
 			failingSince = time.Now()
 		}
 		if b.GiveUp > 0 && time.Since(failingSince)+d > b.GiveUp {
-			return nil, fmt.Errorf("%w (gave up after retrying for %s)", err, time.Since(failingSince).Round(time.Second))
+			return zero, fmt.Errorf("%w (gave up after retrying for %s)", err, time.Since(failingSince).Round(time.Second))
 		}
 		if onRetry != nil {
-			onRetry(err, attempt+1, d)
+			onRetry(err, n+1, d)
 		}
 		if err := retry.Sleep(ctx, d); err != nil {
-			return nil, err
+			return zero, err
 		}
 	}
+}
+
+// PageRetry reads a page as Page does, retrying failures that may pass.
+func (c *Client) PageRetry(ctx context.Context, r PageRequest, b Backoff, onRetry RetryFunc) (*Page, error) {
+	return retrying(ctx, b, onRetry, func() (*Page, error) { return c.Page(ctx, r) })
+}
+
+func (c *Client) boundsRetry(ctx context.Context, b Backoff, onRetry RetryFunc) (oldest, newest string, err error) {
+	type bounds struct{ oldest, newest string }
+	v, err := retrying(ctx, b, onRetry, func() (bounds, error) {
+		o, n, err := c.Bounds(ctx)
+		return bounds{o, n}, err
+	})
+	return v.oldest, v.newest, err
+}
+
+func (c *Client) atRetry(ctx context.Context, t time.Time, b Backoff, onRetry RetryFunc) (string, error) {
+	return retrying(ctx, b, onRetry, func() (string, error) { return c.At(ctx, t) })
 }
 
 // Gap reports that the node's log does not go on from where the client was: events lost to
@@ -74,6 +93,10 @@ type Gap struct {
 	// Lost is how many events were lost (GapLost), where the sequence numbers tell it:
 	// modulo 65536 on a Tendermint node; 0 when they do not.
 	Lost uint64
+	// Detail says what was lost in the log's own terms, where its source can say more than
+	// the cursors do ("heights 12 to 40 are no longer served", "partition 2: offsets 100
+	// to 199"); "" when it cannot.
+	Detail string
 }
 
 // GapKind is what a Gap reports.
@@ -118,7 +141,10 @@ func (g *Gap) String() string {
 	case g.Lost > 1:
 		lost = fmt.Sprintf(" (%d events lost)", g.Lost)
 	}
-	if g.Oldest == "" {
+	switch {
+	case g.Detail != "":
+		return fmt.Sprintf("events were lost after cursor %s: %s%s", g.After, g.Detail, lost)
+	case g.Oldest == "":
 		return fmt.Sprintf("events were lost: the node no longer holds events after cursor %s, up to its newest, %s%s", g.After, g.Newest, lost)
 	}
 	return fmt.Sprintf("events were lost: the node no longer holds events after cursor %s; its log now starts at %s%s", g.After, g.Oldest, lost)
@@ -191,22 +217,23 @@ type StreamOptions struct {
 	OnRetry     RetryFunc
 }
 
-// Stream follows the node's log from a starting point and calls fn with each batch, oldest
-// first, each matching event exactly once, until ctx ends, fn fails, or the node answers
-// with an error that retrying cannot fix. It resumes after the last cursor fn accepted, so
-// a reconnect neither skips nor repeats an event. With no starting point it begins at the
-// head: only events appended from now on.
+// Stream follows the log from a starting point and calls fn with each batch, oldest first,
+// each matching event exactly once, until ctx ends, fn fails, or the source fails in a way
+// retrying cannot fix. It resumes after the last position fn accepted, so a reconnect
+// neither skips nor repeats an event. With no starting point it begins at the head: only
+// events appended from now on. It never returns nil.
 //
-// A gap is reported exactly when events were lost: when the oldest item the node holds comes
-// after the last one the client had the node examine and is not the next one (see
-// cursor.Lost). The client keeps track of how far the node has examined the log for its
-// query, so events that did not match and were pruned later are no loss.
+// A gap is reported exactly when the log does not go on from the position the client held:
+// events were lost (the source knows how to tell; on a node of the events method, when the
+// oldest item it holds comes after the last one the client had it examine and is not the
+// next one, see cursor.Check), the log started again, or the position is not of the log.
+// The client keeps track of how far the source has examined the log for its query, so
+// events that did not match and were dropped later are no loss.
 //
-// On a node with evtctl's ascending extension a backlog is walked forward page by page, in
-// memory bounded by the page size. On other nodes (Tendermint) each round long-polls for the
-// head to move, then fetches everything after the resume cursor up to that head newest first,
-// page by page, holding it until it is complete, as ADR-075 prescribes: memory and time to
-// first delivery grow with the backlog.
+// How a backlog is walked is the source's: forward page by page, in memory bounded by the
+// page size, where the source pages forward; on a Tendermint node, which pages newest first
+// only, each round gathers everything up to the head before its first item, as ADR-075
+// prescribes.
 func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) error) error {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
@@ -215,33 +242,22 @@ func (c *Client) Stream(ctx context.Context, opts StreamOptions, fn func(Batch) 
 		opts.Wait = 25 * time.Second
 	}
 	st := &streamer{c: c, opts: opts, fn: fn, last: opts.After, quick: opts.After != ""}
-	if opts.After == "" && !opts.FromStart || opts.Query != "" && c.Kind() == KindUnknown {
-		head, err := c.probe(ctx, opts.Backoff, opts.OnRetry)
+	if opts.After == "" && !opts.FromStart {
+		var err error
+		if !opts.Since.IsZero() {
+			st.last, err = c.atRetry(ctx, opts.Since, opts.Backoff, opts.OnRetry)
+			// A start time older than the log is not a loss the caller could have
+			// prevented (the log may simply be younger): gaps count from a real position on.
+			st.madeUp = st.last != ""
+		} else {
+			_, st.last, err = c.boundsRetry(ctx, opts.Backoff, opts.OnRetry)
+		}
 		if err != nil {
 			return err
 		}
-		if opts.After == "" && !opts.FromStart {
-			if !opts.Since.IsZero() {
-				st.last = sinceCursor(opts.Since, head)
-				// A start time older than the log is not a loss the caller could have
-				// prevented (the log may simply be younger): gaps count from a real cursor on.
-				st.madeUp = st.last != ""
-			} else {
-				st.last = head.Newest
-			}
-		}
-	}
-	if err := c.CheckQuery(opts.Query); err != nil {
-		return err
 	}
 	for {
-		var err error
-		if c.Kind() == KindTendermint {
-			err = st.roundDescending(ctx)
-		} else {
-			err = st.roundAscending(ctx)
-		}
-		if err != nil {
+		if err := st.round(ctx); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -255,19 +271,19 @@ type streamer struct {
 	c    *Client
 	opts StreamOptions
 	fn   func(Batch) error
-	// last is the resume cursor: the node has been asked about every event up to it, and
-	// every match up to it has been delivered.
+	// last is the resume position: the source has been asked about every event up to it,
+	// and every match up to it has been delivered.
 	last string
-	// madeUp: last is a time bound (--since), not an item of the log; nothing can be said
-	// about events lost before it.
+	// madeUp: last is a bound made from a time (--since), not a position a reader held;
+	// nothing can be said about events lost before it.
 	madeUp bool
 	// quick: the next round does not wait (see wait).
 	quick bool
 }
 
 // wait is the long-poll wait of a round. The first round of a stream that resumes from a
-// cursor does not wait for new events: what the node says of its log is checked against
-// the cursor at once, and that cursor may not be of this log at all.
+// position does not wait for new events: what the source says of its log is checked against
+// the position at once, and that position may not be of this log at all.
 func (st *streamer) wait() time.Duration {
 	if st.quick {
 		return time.Millisecond
@@ -275,138 +291,15 @@ func (st *streamer) wait() time.Duration {
 	return st.opts.Wait
 }
 
-// roundAscending asks an evtctl node for the oldest matching events after the resume
-// cursor, long-polling when there are none. The first reply tells whether the node has the
-// ascending extension; when it has not, the round is handed to roundDescending.
-func (st *streamer) roundAscending(ctx context.Context) error {
+// round reads the next page after the resume position, long-polling at the head, and
+// delivers it.
+func (st *streamer) round(ctx context.Context) error {
 	o := st.opts
-	r, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Wait: st.wait(), Ascending: true, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
+	p, err := st.c.PageRetry(ctx, PageRequest{Query: o.Query, After: st.last, Max: o.PageSize, Wait: st.wait(), NoGap: st.madeUp, Reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
 	if err != nil {
 		return err
 	}
-	if !r.Ascending() {
-		// A node without the extension (this is its first reply, and the query is empty:
-		// Stream learns the kind first otherwise). It ignored the order and answered with
-		// its newest items: the first page of a descending round.
-		if o.Query != "" {
-			r.release()
-			return st.roundDescending(ctx)
-		}
-		return st.collect(ctx, r, Request{}, "")
-	}
-	b := Batch{Items: r.Items, CaughtUp: !r.More}
-	b.Gap = st.gap(r.Oldest, r.Newest, len(r.Items) == 0)
-	switch {
-	case len(b.Items) > 0:
-		b.Cursor = b.Items[len(b.Items)-1].Cursor
-	case b.Gap != nil && r.Oldest != "" && (b.Gap.Kind == GapLost || b.Gap.Kind == GapRestarted):
-		// The log goes on at its oldest event, after the resume cursor.
-		b.Cursor = cursor.ResumeBefore(mustParse(r.Oldest)).String()
-	default:
-		b.Cursor = st.last
-	}
-	if r.More {
-		// The node stopped short (its work budget, or a range lost to damage) after
-		// examining the log up to Resume: the next page starts there.
-		b.Cursor = cursor.Later(b.Cursor, r.Resume)
-	} else {
-		// With nothing further to return, an evtctl node has examined every item up to
-		// newest: none of the rest matched, and none is lost when the log drops it later.
-		b.Cursor = cursor.Later(b.Cursor, r.Newest)
-	}
-	return st.deliver(b, r)
-}
-
-// roundDescending is a round on a node that pages newest first only (Tendermint). It
-// long-polls, unfiltered and for one item, until the head moves past the resume cursor;
-// that reply names the head. Then it collects every matching event between the resume
-// cursor and that head with queries that never wait, newest first and page by page. The
-// last of those pages is a scan of the whole range as the node holds it then: items missing
-// between the resume cursor and that page's oldest were dropped before the client saw them.
-// Asking for the head unfiltered is what lets the client know how far the node examined the
-// log for its query — a filtered long-poll does not say which non-matching items it saw.
-func (st *streamer) roundDescending(ctx context.Context) error {
-	o := st.opts
-	if o.Query == "" {
-		// Unfiltered, the long-poll's reply is the first page itself.
-		return st.collect(ctx, nil, Request{MaxItems: o.PageSize, After: st.last, Wait: st.wait(), reuse: o.ReuseMemory}, "")
-	}
-	w, err := st.c.eventsRetry(ctx, Request{MaxItems: 1, After: st.last, Wait: st.wait()}, o.Backoff, o.OnRetry)
-	if err != nil {
-		return err
-	}
-	if len(w.Items) == 0 {
-		// The wait ended with nothing new: nothing to examine yet.
-		return st.deliver(Batch{CaughtUp: true, Cursor: st.last, Gap: st.gap(w.Oldest, w.Newest, true)}, w)
-	}
-	head := strings.Clone(w.Items[0].Cursor)
-	w.release()
-	hc, err := cursor.Parse(head)
-	if err != nil {
-		return &DecodeError{Err: err, Body: head}
-	}
-	return st.collect(ctx, nil, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Before: st.c.BeforeThrough(hc).String(), reuse: o.ReuseMemory}, head)
-}
-
-// collect fetches the pages of one descending round and delivers them oldest first as one
-// batch. The first page is r when it has come already, else the reply to req. head, when
-// set, is the newest item the round covers: req is then bounded by its time, and the node
-// is known to have examined the log up to it.
-func (st *streamer) collect(ctx context.Context, r *Reply, req Request, head string) error {
-	o := st.opts
-	if r == nil {
-		var err error
-		if r, err = st.c.eventsRetry(ctx, req, o.Backoff, o.OnRetry); err != nil {
-			return err
-		}
-	}
-	used := []*Reply{r}
-	defer func() {
-		for _, p := range used {
-			p.release()
-		}
-	}()
-	items, last := r.Items, r
-	for more := r.More && len(items) > 0; more; {
-		// Page back from the oldest item so far towards the resume cursor.
-		p, err := st.c.eventsRetry(ctx, Request{Query: o.Query, MaxItems: o.PageSize, After: st.last, Before: items[len(items)-1].Cursor, reuse: o.ReuseMemory}, o.Backoff, o.OnRetry)
-		if err != nil {
-			return err
-		}
-		used = append(used, p)
-		items = append(items, p.Items...)
-		more = p.More && len(p.Items) > 0 // an empty page cannot move before on
-		last = p
-	}
-	if head != "" {
-		// The range was bounded by time; anything after the head is for the next round.
-		items = slices.DeleteFunc(items, func(it Item) bool { return cursor.CompareText(it.Cursor, head) > 0 })
-	}
-	slices.Reverse(items)
-	b := Batch{Items: items, CaughtUp: true}
-	b.Gap = st.gap(last.Oldest, r.Newest, len(items) == 0 && head == "")
-	switch {
-	case head != "":
-		b.Cursor = head // the node examined everything up to the head for the query
-		if len(items) > 0 {
-			b.Cursor = cursor.Later(head, items[len(items)-1].Cursor)
-		}
-	case len(items) > 0:
-		b.Cursor = items[len(items)-1].Cursor
-	default:
-		b.Cursor = st.last
-	}
-	return st.deliver(b, nil)
-}
-
-// gap reports the events lost between the resume cursor and the log's oldest item. An empty
-// log whose newest item is past the cursor lost everything after it, when nothing new was
-// returned (empty).
-func (st *streamer) gap(oldest, newest string, empty bool) *Gap {
-	if st.madeUp {
-		return nil
-	}
-	return GapAfter(st.last, oldest, newest, empty)
+	return st.deliver(Batch{Items: p.Items, Gap: p.Gap, CaughtUp: !p.More, Cursor: p.Next}, p)
 }
 
 // GapAfter is the gap a reader whose last examined item is last finds, by what a reply
@@ -433,27 +326,17 @@ func GapAfter(last, oldest, newest string, none bool) *Gap {
 	return g
 }
 
-// deliver hands a batch to fn and moves the resume cursor; r, when set, is released after.
-func (st *streamer) deliver(b Batch, r *Reply) error {
-	if g := b.Gap; g != nil && len(b.Items) == 0 {
-		switch {
-		case g.Kind == GapPastNewest:
-			// Not a position in this log: go on from its newest event (from its start when
-			// it holds none), so that what it takes next is read.
-			b.Cursor = g.Newest
-		case g.Oldest == "":
-			b.Cursor = g.Newest // all of it is gone
-		}
-	}
-	// The resume cursor and the gap outlive the replies, whose memory may be reused.
+// deliver hands a batch to fn and moves the resume position; p's memory is released after.
+func (st *streamer) deliver(b Batch, p *Page) error {
+	// The resume position and the gap outlive the page, whose memory may be reused.
 	b.Cursor = strings.Clone(b.Cursor)
 	if b.Gap != nil {
 		g := *b.Gap
-		g.After, g.Oldest, g.Newest = strings.Clone(g.After), strings.Clone(g.Oldest), strings.Clone(g.Newest)
+		g.After, g.Oldest, g.Newest, g.Detail = strings.Clone(g.After), strings.Clone(g.Oldest), strings.Clone(g.Newest), strings.Clone(g.Detail)
 		b.Gap = &g
 	}
 	err := st.fn(b)
-	r.release()
+	p.Release()
 	if err != nil {
 		return err
 	}
@@ -462,29 +345,6 @@ func (st *streamer) deliver(b Batch, r *Reply) error {
 		st.last, st.madeUp = b.Cursor, false
 	}
 	return nil
-}
-
-// probe asks for the newest item without waiting, to learn the head, the node's cursor
-// width and whether it has the ascending extension. A `before` bound past any real cursor
-// makes even a node that clamps waits to a minimum (Tendermint: 1 s) answer at once.
-func (c *Client) probe(ctx context.Context, b Backoff, onRetry RetryFunc) (*Reply, error) {
-	return c.eventsRetry(ctx, Request{MaxItems: 1, Before: probeBefore, Ascending: true}, b, onRetry)
-}
-
-// probeBefore is a cursor after every real one, in the width both kinds of node accept.
-const probeBefore = "7fffffffffffffff-ffff"
-
-// sinceCursor builds the cursor before every event stamped at or after t, in the width of
-// the node's own cursors.
-func sinceCursor(t time.Time, head *Reply) string {
-	w := cursor.WidthOf(head.Newest)
-	if w == 0 {
-		w = cursor.WidthOf(head.Oldest)
-	}
-	if w == 0 {
-		return "" // an empty log: everything from now on is after t
-	}
-	return cursor.FromTime(t, w).String()
 }
 
 // mustParse parses a cursor a node sent, which parseReply has not checked; an unreadable

@@ -72,17 +72,31 @@ type fatal struct{ err error }
 func (f *fatal) Error() string { return f.err.Error() }
 func (f *fatal) Unwrap() error { return f.err }
 
+// streamRange reads a chronological range through an evtctl node's stream, when it
+// advertises one; errNoStream otherwise.
+func (s *eventsSource) streamRange(ctx context.Context, w *rangeWalk) error {
+	p := s.n.stream.Load()
+	if p == nil || s.n.Kind() != KindEvtctl {
+		return errNoStream
+	}
+	before, err := s.through(w.end)
+	if err != nil {
+		return err
+	}
+	return w.walkStream(ctx, s.n, *p, before)
+}
+
 // walkStream walks the range [w.after, before) through the node's stream at path, retrying
-// as eventsRetry does and resuming after the last item delivered. errNoStream means the
+// as Page's callers do and resuming after the last item delivered. errNoStream means the
 // node refused the stream before anything was delivered.
-func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
+func (w *rangeWalk) walkStream(ctx context.Context, n *rpcNode, path, before string) error {
 	after := w.after
 	first := true // no stream has begun yet: a gap is reported from the range's start
 	var failingSince time.Time
 	attempt := 0
 	for {
 		was := after
-		opened, end, err := w.streamOnce(ctx, path, after, before, first, &after)
+		opened, end, err := w.streamOnce(ctx, n, path, after, before, first, &after)
 		if opened {
 			first = false
 		}
@@ -137,7 +151,7 @@ func (w *rangeWalk) walkStream(ctx context.Context, path, before string) error {
 // streamOnce reads one stream of the range after `after`, delivering its items and moving
 // *last past each part delivered. opened reports that the node began the stream (and the
 // gap from its start was checked); end is its last line when err is nil.
-func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, first bool, last *string) (opened bool, end *streamEnd, err error) {
+func (w *rangeWalk) streamOnce(ctx context.Context, c *rpcNode, path, after, before string, first bool, last *string) (opened bool, end *streamEnd, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	v := url.Values{}
@@ -150,7 +164,6 @@ func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, 
 	if w.opts.Query != "" {
 		v.Set("query", w.opts.Query)
 	}
-	c := w.c
 	u := strings.TrimSuffix(c.endpoint, "/") + path + "?" + v.Encode()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -190,8 +203,10 @@ func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, 
 	// A node that holds nothing after `after` says so with an empty oldest: the stream
 	// brings no items then.
 	oldest := resp.Header.Get(streamOldest)
-	if err := w.gap(from, oldest, resp.Header.Get(streamNewest), oldest == ""); err != nil {
-		return true, nil, &fatal{err}
+	if g := GapAfter(from, oldest, resp.Header.Get(streamNewest), oldest == ""); g != nil {
+		if err := w.gap(g); err != nil {
+			return true, nil, &fatal{err}
+		}
 	}
 	parts := make(chan streamPart, 1) // one ready while the next is read
 	go readStream(ctx, resp.Body, idle, parts)
@@ -226,13 +241,18 @@ func (w *rangeWalk) streamOnce(ctx context.Context, path, after, before string, 
 	return true, nil, errCutOff
 }
 
-// withinAscending is within for items known to be in ascending order: only the last needs
-// looking at, unless it lies past the end.
-func (w *rangeWalk) withinAscending(items []Item) ([]Item, bool) {
+// withinAscending drops the items, oldest first, that lie after the range's end; past
+// reports that some did. Only the last needs looking at, unless it lies past the end.
+func (w *rangeWalk) withinAscending(items []Item) (kept []Item, past bool) {
 	if len(items) == 0 || cursor.CompareText(items[len(items)-1].Cursor, w.end) <= 0 {
 		return items, false
 	}
-	return w.within(items, true)
+	for i, it := range items {
+		if cursor.CompareText(it.Cursor, w.end) > 0 {
+			return items[:i], true
+		}
+	}
+	return items, false
 }
 
 func (w *rangeWalk) putBuf(b *streamBuf) {

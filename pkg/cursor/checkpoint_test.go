@@ -3,6 +3,7 @@ package cursor
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok, err := LoadCheckpoint(path)
-	if err != nil || !ok || got != want {
+	if err != nil || !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v ok=%v err=%v", got, ok, err)
 	}
 	// Overwrite leaves no temporary files behind.
@@ -40,7 +41,8 @@ func TestCheckpointBareCursorAndErrors(t *testing.T) {
 	if err != nil || !ok || cp.Cursor != "18ea61a27c39abd8-00c7" {
 		t.Fatalf("bare cursor: %+v %v %v", cp, ok, err)
 	}
-	for name, content := range map[string]string{"junk": "{not json", "badcursor": `{"cursor":"zzz"}`, "text": "hello"} {
+	// Whether a cursor is one of the log's is for its reader to say (the command checks it).
+	for name, content := range map[string]string{"junk": "{not json", "number": `{"cursor":5}`} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(content), 0o644)
 		if _, _, err := LoadCheckpoint(p); err == nil || !strings.Contains(err.Error(), p) {
@@ -66,7 +68,7 @@ func TestCheckpointStartPositions(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, ok, err := LoadCheckpoint(p)
-		if err != nil || !ok || got != want {
+		if err != nil || !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: got %+v ok=%v err=%v, want %+v", name, got, ok, err, want)
 		}
 		if got.AtStart() != (name == "start") {
