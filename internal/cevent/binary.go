@@ -114,6 +114,34 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	if ctCount > 1 {
 		return Event{}, invalid("Content-Type is given %d times; it must be given once", ctCount)
 	}
+	_, ev, err := buildBinary(nil, hs, ct, ctCount > 0, body, lim, httpForm, nil)
+	return ev, err
+}
+
+// binaryForm is how a binding carries attributes: in HTTP, percent-encoded ce- headers
+// and Content-Type; in Kafka, ce_ headers taken as they are and content-type.
+type binaryForm struct {
+	decode bool   // read values as the HTTP binding asks (see DecodeBinary)
+	prefix string // of the attribute headers, for messages
+	ctName string // the header that carries datacontenttype, for messages
+}
+
+var httpForm = binaryForm{decode: true, prefix: "ce-", ctName: "Content-Type"}
+
+// binaryMemo remembers the last values that passed the more expensive checks, for a
+// decoder that reads many events of one producer.
+type binaryMemo struct {
+	source, schema string
+	ct             string
+	ctParams       map[string]string // read only
+}
+
+// buildBinary validates the attributes hs (in any order; hs is sorted in place) and
+// builds the event, with ct as datacontenttype when hasCT and body as its data, the
+// values read as form says. The event's JSON is appended to dst (a new buffer when dst is
+// nil) and the result returned too. memo, when not nil, skips checks of values that passed
+// them in the event before.
+func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, lim Limits, form binaryForm, memo *binaryMemo) ([]byte, Event, *Error) {
 	slices.SortFunc(hs, func(a, b ceHeader) int {
 		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
 	})
@@ -122,27 +150,31 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		attrs [kDataschema + 1]string
 		raws  [kDataschema + 1]string // the values as received
 		set   [kDataschema + 1]bool
-		exts  []ceHeader
+		store [8]ceHeader
+		exts  = store[:0]
 		size  = 64 + len(ct) + len(body)*4/3
 	)
 	for i := range hs {
 		hd := &hs[i]
 		if hd.n > 1 {
-			return Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+			return nil, Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
 		}
 		if i > 0 && hs[i-1].name == hd.name {
-			return Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
+			return nil, Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
 		case hd.name == "datacontenttype":
-			return Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by Content-Type", hd.key)
+			return nil, Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by %s", hd.key, form.ctName)
 		case hd.name == "data" || !validAttrName(hd.name):
-			return Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
+			return nil, Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
 		}
-		v := decodeHeaderValue(hd.value)
+		v := hd.value
+		if form.decode {
+			v = decodeHeaderValue(hd.value)
+		}
 		if err := checkString(hd.name, v); err != nil {
 			if v == hd.value || checkString(hd.name, hd.value) != nil {
-				return Event{}, err
+				return nil, Event{}, err
 			}
 			v = hd.value // decoding made it invalid: the sender did not encode
 		}
@@ -159,14 +191,14 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 
 	// Validate in the same order as the structured decoder.
 	if !set[kSpecversion] {
-		return Event{}, invalid("missing required attribute \"specversion\" (header ce-specversion)")
+		return nil, Event{}, invalid("missing required attribute \"specversion\" (header %sspecversion)", form.prefix)
 	}
 	if attrs[kSpecversion] != "1.0" {
-		return Event{}, badSpecversion(attrs[kSpecversion])
+		return nil, Event{}, badSpecversion(attrs[kSpecversion])
 	}
 	for _, k := range [...]int{kID, kSource, kType} {
 		if !set[k] {
-			return Event{}, invalid("missing required attribute %q (header ce-%s)", kindName[k], kindName[k])
+			return nil, Event{}, invalid("missing required attribute %q (header %s%s)", kindName[k], form.prefix, kindName[k])
 		}
 	}
 	check := func(k int, f func(string) *Error) *Error {
@@ -175,42 +207,58 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		return err
 	}
 	if err := check(kID, nonEmpty("id")); err != nil {
-		return Event{}, err
+		return nil, Event{}, err
 	}
-	if err := check(kSource, checkSource); err != nil {
-		return Event{}, err
+	if memo == nil || attrs[kSource] != memo.source || memo.source == "" {
+		if err := check(kSource, checkSource); err != nil {
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.source = attrs[kSource]
+		}
 	}
 	if err := check(kType, nonEmpty("type")); err != nil {
-		return Event{}, err
+		return nil, Event{}, err
 	}
 	ev := Event{ID: attrs[kID], Source: attrs[kSource], Type: attrs[kType]}
 	if set[kSubject] {
 		if err := check(kSubject, nonEmpty("subject")); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
 		}
 	}
 	if set[kTime] {
 		if err := check(kTime, func(s string) (err *Error) { ev.Time, err = parseTime(s); return err }); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
 		}
 	}
 	var ctParams map[string]string
-	if ctCount > 0 {
+	switch {
+	case !hasCT:
+	case memo != nil && ct == memo.ct && ct != "":
+		ctParams = memo.ctParams
+	default:
 		if err := checkString("datacontenttype", ct); err != nil {
-			return Event{}, invalid("Content-Type: %s", err.Msg)
+			return nil, Event{}, invalid("%s: %s", form.ctName, err.Msg)
 		}
 		var err *Error
-		if ctParams, err = parseMediaType("Content-Type", ct); err != nil {
-			return Event{}, err
+		if ctParams, err = parseMediaType(form.ctName, ct); err != nil {
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.ct, memo.ctParams = ct, ctParams
 		}
 	}
-	if set[kDataschema] {
+	if set[kDataschema] && (memo == nil || attrs[kDataschema] != memo.schema || memo.schema == "") {
 		if err := check(kDataschema, checkDataschema); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.schema = attrs[kDataschema]
 		}
 	}
 
-	out := make([]byte, 0, size)
+	start := len(dst)
+	out := slices.Grow(dst, size)
 	out = append(out, `{"specversion":"1.0","id":`...)
 	out = appendJSONString(out, ev.ID)
 	out = append(out, `,"source":`...)
@@ -225,7 +273,7 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		out = append(out, `,"time":`...)
 		out = appendJSONString(out, attrs[kTime])
 	}
-	if ctCount > 0 {
+	if hasCT {
 		out = append(out, `,"datacontenttype":`...)
 		out = appendJSONString(out, ct)
 	}
@@ -241,16 +289,16 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	}
 	if len(body) > 0 {
 		var err *Error
-		if out, err = appendBinaryData(out, body, ct, ctCount > 0, ctParams); err != nil {
-			return Event{}, err
+		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName); err != nil {
+			return nil, Event{}, err
 		}
 	}
 	out = append(out, '}')
-	if err := checkSize(len(out), lim); err != nil {
-		return Event{}, err
+	if err := checkSize(len(out)-start, lim); err != nil {
+		return nil, Event{}, err
 	}
-	ev.JSON = out[:len(out):len(out)]
-	return ev, nil
+	ev.JSON = out[start:len(out):len(out)]
+	return out, ev, nil
 }
 
 // asReceived returns v, the decoded value of attribute name, if check
@@ -272,7 +320,7 @@ func nonEmpty(name string) func(string) *Error {
 }
 
 // appendBinaryData appends the data or data_base64 member for a binary-mode body.
-func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string) ([]byte, *Error) {
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string) ([]byte, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || IsJSONMediaType(ct):
@@ -293,7 +341,7 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 			return append(s.out[:start], body...), nil
 		}
 		if hasCT {
-			return nil, invalid("Content-Type %q declares JSON, but the body is not valid JSON: %s", ct, err.Msg)
+			return nil, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
 		}
 		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
 	case isTextMediaType(ct) && isUTF8Charset(cmp.Or(params["charset"], "utf-8")) && utf8.Valid(body):
