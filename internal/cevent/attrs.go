@@ -38,7 +38,7 @@ func (d *AttrDecoder) DecodeAppend(dst []byte, attrs []Attr, ct string, hasCT bo
 	for _, a := range attrs {
 		hs = append(hs, ceHeader{name: a.Name, key: a.Key, value: a.Value, n: 1})
 	}
-	form := binaryForm{prefix: d.Prefix, ctName: d.ContentType}
+	form := binaryForm{ordered: true, prefix: d.Prefix, ctName: d.ContentType}
 	if form.prefix == "" {
 		form.prefix = "ce_"
 	}
@@ -59,3 +59,10 @@ func (d *AttrDecoder) DecodeAppend(dst []byte, attrs []Attr, ct string, hasCT bo
 // AppendJSONString appends s, which must be valid UTF-8, as a JSON string, escaping only
 // what JSON requires.
 func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
+// ValidString reports whether s is a valid CloudEvents String: UTF-8 without control
+// characters (U+0000-U+001F, U+007F-U+009F), surrogates or noncharacters.
+func ValidString(s string) bool { return checkString("", s) == nil }
+
+// ValidRune reports whether r may appear in a CloudEvents String.
+func ValidRune(r rune) bool { return badStringRune(r) == "" }

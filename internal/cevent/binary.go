@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/evtctl/evtctl/internal/swar"
 )
 
 // ceHeader is one ce- header of a binary-mode request.
@@ -121,9 +124,12 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 // binaryForm is how a binding carries attributes: in HTTP, percent-encoded ce- headers
 // and Content-Type; in Kafka, ce_ headers taken as they are and content-type.
 type binaryForm struct {
-	decode bool   // read values as the HTTP binding asks (see DecodeBinary)
-	prefix string // of the attribute headers, for messages
-	ctName string // the header that carries datacontenttype, for messages
+	decode bool // read values as the HTTP binding asks (see DecodeBinary)
+	// ordered: the headers come in an order of their own (Kafka's), which decides which
+	// of several errors is reported; HTTP headers are a map, so they are sorted first.
+	ordered bool
+	prefix  string // of the attribute headers, for messages
+	ctName  string // the header that carries datacontenttype, for messages
 }
 
 var httpForm = binaryForm{decode: true, prefix: "ce-", ctName: "Content-Type"}
@@ -134,6 +140,7 @@ type binaryMemo struct {
 	source, schema string
 	ct             string
 	ctParams       map[string]string // read only
+	keys           []span            // the data scanner's scratch space
 }
 
 // buildBinary validates the attributes hs (in any order; hs is sorted in place) and
@@ -142,13 +149,13 @@ type binaryMemo struct {
 // nil) and the result returned too. memo, when not nil, skips checks of values that passed
 // them in the event before.
 func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, lim Limits, form binaryForm, memo *binaryMemo) ([]byte, Event, *Error) {
-	slices.SortFunc(hs, func(a, b ceHeader) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
-	})
-
+	if !form.ordered {
+		slices.SortFunc(hs, byNameKey)
+	}
 	var (
 		attrs [kDataschema + 1]string
 		raws  [kDataschema + 1]string // the values as received
+		keys  [kDataschema + 1]string // the headers they came in
 		set   [kDataschema + 1]bool
 		store [8]ceHeader
 		exts  = store[:0]
@@ -159,7 +166,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		if hd.n > 1 {
 			return nil, Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
 		}
-		if i > 0 && hs[i-1].name == hd.name {
+		if !form.ordered && i > 0 && hs[i-1].name == hd.name {
 			return nil, Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
@@ -186,7 +193,18 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			exts = append(exts, *hd)
 			continue
 		}
-		attrs[kind], raws[kind], set[kind] = v, raw, true
+		if set[kind] { // ordered headers only: sorted ones were checked above
+			return nil, Event{}, invalid("headers %s and %s both set attribute %q", keys[kind], hd.key, hd.name)
+		}
+		attrs[kind], raws[kind], keys[kind], set[kind] = v, raw, hd.key, true
+	}
+	if form.ordered && len(exts) > 1 {
+		slices.SortFunc(exts, byNameKey)
+		for i := 1; i < len(exts); i++ {
+			if exts[i-1].name == exts[i].name {
+				return nil, Event{}, invalid("headers %s and %s both set attribute %q", exts[i-1].key, exts[i].key, exts[i].name)
+			}
+		}
 	}
 
 	// Validate in the same order as the structured decoder.
@@ -289,7 +307,11 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 	}
 	if len(body) > 0 {
 		var err *Error
-		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName); err != nil {
+		var keys *[]span
+		if memo != nil {
+			keys = &memo.keys
+		}
+		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
 			return nil, Event{}, err
 		}
 	}
@@ -299,6 +321,10 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 	}
 	ev.JSON = out[start:len(out):len(out)]
 	return out, ev, nil
+}
+
+func byNameKey(a, b ceHeader) int {
+	return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
 }
 
 // asReceived returns v, the decoded value of attribute name, if check
@@ -320,7 +346,8 @@ func nonEmpty(name string) func(string) *Error {
 }
 
 // appendBinaryData appends the data or data_base64 member for a binary-mode body.
-func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string) ([]byte, *Error) {
+// keys, when not nil, is scratch space for the scanner that it keeps.
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || IsJSONMediaType(ct):
@@ -329,6 +356,10 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		// The scanner validates (writing a compact copy, which is dropped:
 		// the body is stored as it is).
 		s := scanner{in: body, out: out}
+		if keys != nil {
+			s.keys = (*keys)[:0]
+			defer func() { *keys = s.keys[:0] }() // for the next event
+		}
 		s.skipWS()
 		err := s.copyValue()
 		if err == nil {
@@ -338,6 +369,9 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 			}
 		}
 		if err == nil {
+			if len(s.out)-start == len(body) {
+				return s.out, nil // compact already: the copy is the body
+			}
 			return append(s.out[:start], body...), nil
 		}
 		if hasCT {
@@ -370,6 +404,9 @@ func isTextMediaType(ct string) bool {
 // checkString checks that v is a valid CloudEvents String: valid UTF-8 with
 // no control characters, noncharacters or surrogates.
 func checkString(name, v string) *Error {
+	if printableASCII(v) {
+		return nil
+	}
 	for i, r := range v {
 		if r == utf8.RuneError {
 			if _, size := utf8.DecodeRuneInString(v[i:]); size == 1 {
@@ -383,6 +420,24 @@ func checkString(name, v string) *Error {
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether s holds only the bytes 0x20 to 0x7e, eight at a time.
+func printableASCII(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := swar.Load(b, i)
+		if swar.Ctl(x)|x&swar.MSB|swar.Eq(x, 0x7f) != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeHeaderValue reads a ce- header value as the HTTP binding asks,

@@ -313,8 +313,18 @@ func (c *Config) clientOpts() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// redactURL hides the values of sasl.password in an address given for a message.
+// redactURL hides the values of sasl.password, and credentials before the brokers, in an
+// address given for a message.
 func redactURL(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		auth := s[i+3:]
+		if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+			auth = auth[:j]
+		}
+		if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+			s = s[:i+3] + "xxxxx" + s[i+3+at:]
+		}
+	}
 	const key = OptSASLPassword + "="
 	var b strings.Builder
 	for {

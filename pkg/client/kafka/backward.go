@@ -57,7 +57,8 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 	cur := append([]int64(nil), hi...) // every record from cur[p] on is examined
 	dec := newDecoder(s.cfg.Topic)
 	items := make([]Item, 0, min(r.Max, 1024))
-	var arena posArena
+	mem := &arena{reuse: r.Reuse}
+	dec.mem = mem
 	for len(items) < r.Max {
 		p := newestHead(queues)
 		if p < 0 {
@@ -74,7 +75,7 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 		}
 		if !rec.Attrs.IsControl() {
 			if b, ok := dec.build(rec, m); ok {
-				items = append(items, itemOf(b, arena.text(cur)))
+				items = append(items, itemOf(b, mem.text(cur)))
 			}
 		}
 		if drained && from[p] > lo[p] {
@@ -89,7 +90,11 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 			more = true
 		}
 	}
+	if !r.Reuse {
+		mem = nil
+	}
 	return &Page{
+		arena:  mem,
 		Items:  items,
 		More:   more,
 		Oldest: positionText(mk.start),

@@ -58,7 +58,7 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	wait := r.Wait
 	if wait <= 0 {
 		if !f.behind(inRange) {
-			return s.forwardResult(nil, gap, inRange), nil
+			return s.forwardResult(nil, gap, inRange, nil), nil
 		}
 		wait = catchUpWait
 	}
@@ -70,7 +70,8 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	// its records take their place in that order: until wctx ends, after which what is
 	// fetched is merged as it is.
 	items := make([]Item, 0, min(r.Max, 1024))
-	var arena posArena
+	mem := &arena{reuse: r.Reuse}
+	f.dec.mem = mem
 	starved, waitedOut := f.starved(inRange), false
 	for len(items) < r.Max {
 		p := f.next(through)
@@ -115,16 +116,20 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 		if !ok {
 			continue
 		}
-		items = append(items, itemOf(b, arena.text(f.pos)))
+		items = append(items, itemOf(b, mem.text(f.pos)))
 	}
-	return s.forwardResult(items, gap, inRange), nil
+	return s.forwardResult(items, gap, inRange, mem), nil
 }
 
 // forwardResult finishes a forward page.
-func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool) *Page {
+func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mem *arena) *Page {
 	mk := s.known()
 	f := &s.fw
+	if mem != nil && !mem.reuse {
+		mem = nil
+	}
 	return &Page{
+		arena:  mem,
 		Items:  items,
 		More:   f.behind(inRange),
 		Oldest: positionText(mk.start),

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -160,3 +161,7 @@ type kadmOffsets struct{ o kadm.Offsets }
 func (k *kadmOffsets) add(topic string, p int32, at int64) {
 	k.o.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func kadmClient(cl *kgo.Client) *kadm.Client { return kadm.NewClient(cl) }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
@@ -71,6 +72,7 @@ type decoder struct {
 	attrs  []cevent.Attr
 	doc    []byte // scratch: the attributes of a binary-mode record as a JSON object
 	types  map[string]string
+	mem    *arena // where items are made
 }
 
 func newDecoder(topic string) *decoder {
@@ -80,6 +82,7 @@ func newDecoder(topic string) *decoder {
 		ad:     cevent.AttrDecoder{Limits: limits},
 		attrs:  make([]cevent.Attr, 0, attrBufSize),
 		types:  map[string]string{},
+		mem:    &arena{},
 	}
 }
 
@@ -210,8 +213,12 @@ func (d *decoder) build(r *kgo.Record, m *matcher) (it built, ok bool) {
 		if h.ctCount > 1 {
 			return d.wrap(r, m, "the content-type header is given "+strconv.Itoa(h.ctCount)+" times")
 		}
-		b := make([]byte, 0, 96+len(typ)+len(r.Value)*4/3+64*len(d.attrs))
-		b, cur, ev := itemPrefix(b, r, typ)
+		// Room for the item: its start, then what the decoder reserves for the event.
+		need := 80 + 6*len(typ) + 64 + len(ct) + len(r.Value)*4/3 + 2
+		for _, a := range d.attrs {
+			need += len(a.Name) + 2*len(a.Value) + 6
+		}
+		b, cur, ev := itemPrefix(d.mem.alloc(need), r, typ)
 		start := len(b)
 		out, e, err := d.ad.DecodeAppend(b, d.attrs, ct, hasCT, r.Value)
 		if err != nil {
@@ -223,7 +230,9 @@ func (d *decoder) build(r *kgo.Record, m *matcher) (it built, ok bool) {
 		if !m.all && !(m.headers && headerMatch) && !(!m.headers && m.q.MatchJSON(out[start:])) {
 			return built{}, false
 		}
-		it = built{raw: append(out, '}'), cur: cur, ev: ev, dataStart: start}
+		out = append(out, '}')
+		d.mem.took(out)
+		it = built{raw: out[:len(out):len(out)], cur: cur, ev: ev, dataStart: start}
 		it.typ = d.intern(typ, out[ev.start:ev.end])
 		return it, true
 	case looksStructured(r.Value) && (!hasCT || cevent.IsJSONMediaType(ct)):
@@ -264,11 +273,12 @@ func (d *decoder) structured(r *kgo.Record, m *matcher, h header) (built, bool) 
 	if !m.all && !m.q.MatchJSON(ev.JSON) {
 		return built{}, false
 	}
-	b := make([]byte, 0, 64+len(ev.Type)+len(ev.JSON))
-	b, cur, evs := itemPrefix(b, r, ev.Type)
+	b, cur, evs := itemPrefix(d.mem.alloc(80+6*len(ev.Type)+len(ev.JSON)), r, ev.Type)
 	start := len(b)
 	b = append(b, ev.JSON...)
-	it := built{raw: append(b, '}'), cur: cur, ev: evs, dataStart: start}
+	b = append(b, '}')
+	d.mem.took(b)
+	it := built{raw: b[:len(b):len(b)], cur: cur, ev: evs, dataStart: start}
 	it.typ = d.intern(ev.Type, b[evs.start:evs.end])
 	return it, true
 }
@@ -279,11 +289,12 @@ func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
 	if !m.all && !m.q.MatchJSON(js) {
 		return built{}, false
 	}
-	b := make([]byte, 0, 64+len(d.topic)+len(js))
-	b, cur, evs := itemPrefix(b, r, d.topic)
+	b, cur, evs := itemPrefix(d.mem.alloc(80+6*len(d.topic)+len(js)), r, d.topic)
 	start := len(b)
 	b = append(b, js...)
-	it := built{raw: append(b, '}'), cur: cur, ev: evs, dataStart: start}
+	b = append(b, '}')
+	d.mem.took(b)
+	it := built{raw: b[:len(b):len(b)], cur: cur, ev: evs, dataStart: start}
 	it.typ = d.intern(d.topic, b[evs.start:evs.end])
 	return it, true
 }
@@ -310,12 +321,20 @@ func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
 		ev, err = ad.Decode(attrs, mediaOctetStream, len(r.Value) > 0, r.Value)
 	}
 	if err != nil {
-		// Only a value too large for any event gets here: say what it was, without it.
-		attrs = append(attrs[:0:0], d.wrapAttrs(r, why+"; and its value of "+strconv.Itoa(len(r.Value))+" bytes is too large to show")...)
+		// A value too large for any event: say what it was, without it.
+		attrs = d.wrapAttrs(r, why+"; and its value of "+strconv.Itoa(len(r.Value))+" bytes is too large to show")
 		ev, err = ad.Decode(attrs, "", false, nil)
-		if err != nil {
-			panic("kafka: the event made from a record is invalid: " + err.Error())
-		}
+	}
+	if err != nil {
+		// Cannot be: every attribute above is made valid. Still, show the record.
+		b := append([]byte(`{"specversion":"1.0","id":"`), appendCursor(nil, r.Partition, r.Offset)...)
+		b = append(b, `","source":`...)
+		b = cevent.AppendJSONString(b, d.source)
+		b = append(b, `,"type":`...)
+		b = cevent.AppendJSONString(b, d.topic)
+		b = append(b, `,"notcloudevent":`...)
+		b = appendJSONClean(b, cleanText(err.Error()))
+		return append(b, '}')
 	}
 	return ev.JSON
 }
@@ -338,7 +357,7 @@ func (d *decoder) wrapAttrs(r *kgo.Record, why string) []cevent.Attr {
 		attrs = append(attrs, cevent.Attr{Name: "time", Value: r.Timestamp.UTC().Format(time.RFC3339Nano)})
 	}
 	if r.Key != nil {
-		if isText(r.Key) {
+		if cevent.ValidString(view(r.Key)) {
 			attrs = append(attrs, cevent.Attr{Name: ExtKey, Value: string(r.Key)})
 		} else {
 			attrs = append(attrs, cevent.Attr{Name: ExtKeyBase64, Value: base64.StdEncoding.EncodeToString(r.Key)})
@@ -362,13 +381,13 @@ func appendHeadersJSON(b []byte, hs []kgo.RecordHeader) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		b = cevent.AppendJSONString(b, strings.ToValidUTF8(h.Key, "\uFFFD"))
+		b = appendJSONClean(b, strings.ToValidUTF8(h.Key, "\uFFFD"))
 		b = append(b, ',')
 		switch {
 		case h.Value == nil:
 			b = append(b, "null"...)
 		case utf8.Valid(h.Value):
-			b = cevent.AppendJSONString(b, view(h.Value))
+			b = appendJSONClean(b, view(h.Value))
 		default:
 			b = append(b, `{"base64":"`...)
 			b = base64.StdEncoding.AppendEncode(b, h.Value)
@@ -377,6 +396,32 @@ func appendHeadersJSON(b []byte, hs []kgo.RecordHeader) []byte {
 		b = append(b, ']')
 	}
 	return append(b, ']')
+}
+
+// appendJSONClean appends s, valid UTF-8, as a JSON string in which every character a
+// CloudEvents String may not hold is escaped (\u007f), so that the JSON text is one.
+func appendJSONClean(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case cevent.ValidRune(r):
+			b = utf8.AppendRune(b, r)
+		default:
+			r1, r2 := r, rune(-1)
+			if r > 0xffff {
+				r1, r2 = utf16.EncodeRune(r)
+			}
+			for _, u := range [2]rune{r1, r2} {
+				if u >= 0 {
+					b = append(b, '\\', 'u', hex[u>>12&0xf], hex[u>>8&0xf], hex[u>>4&0xf], hex[u&0xf])
+				}
+			}
+		}
+	}
+	return append(b, '"')
 }
 
 // sniff chooses the datacontenttype of a value without one.
@@ -400,11 +445,11 @@ func isText(b []byte) bool {
 	return utf8.Valid(b)
 }
 
-// cleanText makes s a valid CloudEvents string: UTF-8 without control characters.
+// cleanText makes s a valid CloudEvents String.
 func cleanText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		if !cevent.ValidRune(r) {
 			return ' '
 		}
 		return r

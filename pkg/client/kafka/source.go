@@ -33,6 +33,9 @@ type PageRequest struct {
 	Backward bool
 	// NoGap: After was made up (a time's offsets): report no gap before it.
 	NoGap bool
+	// Reuse takes the items' memory from a pool, to be given back with Page.Release once
+	// they are written out (a replay's pages): less work for the garbage collector.
+	Reuse bool
 }
 
 // Page is one page of items.
@@ -46,6 +49,18 @@ type Page struct {
 	// over records that did not match); backward, the position to ask Before next time.
 	Next string
 	Gap  *Gap // records lost after After (forward pages); nil if none
+
+	arena *arena // the items' memory, when it is pooled (PageRequest.Reuse)
+}
+
+// Release gives the memory of the page's items back for later pages, when the request
+// asked for it (Reuse): the items must not be used after, nor their strings. Without
+// Reuse it does nothing.
+func (p *Page) Release() {
+	if p != nil && p.arena != nil {
+		p.arena.release()
+		p.arena, p.Items = nil, nil
+	}
 }
 
 // Item is one record as an event item.
@@ -151,7 +166,10 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, kgo.RetryTimeout(retryTimeout), kgo.MetadataMinAge(time.Second))
+	// A reader's first page adds partitions to the consumer, which waits for a metadata
+	// refresh: no more than MetadataMinAge after the last one (franz-go's default, 5 s,
+	// made every reader's first page that slow).
+	opts = append(opts, kgo.RetryTimeout(retryTimeout), kgo.MetadataMinAge(250*time.Millisecond))
 	base := opts
 	opts = append(opts[:len(opts):len(opts)],
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -174,7 +192,7 @@ func New(cfg Config) (*Source, error) {
 const (
 	fetchMaxWait           = 5 * time.Second
 	fetchMaxBytes          = 16 << 20
-	fetchMaxPartitionBytes = 4 << 20
+	fetchMaxPartitionBytes = 1 << 20
 	retryTimeout           = 15 * time.Second
 	// catchUpWait bounds a page without Wait that waits for records the partitions are
 	// known to hold.
@@ -377,7 +395,7 @@ type ContactError struct {
 }
 
 func (e *ContactError) Error() string {
-	return fmt.Sprintf("cannot reach %s: %v", e.Node, e.Err)
+	return e.Node + ": " + e.Err.Error()
 }
 
 func (e *ContactError) Unwrap() error { return e.Err }
@@ -489,18 +507,64 @@ func itemOf(b built, pos string) Item {
 	return it
 }
 
-// posArena hands out position texts from shared buffers: one allocation for many items.
-type posArena struct{ buf []byte }
+// arena hands out the memory of a page's items from chunks shared by many items: one
+// allocation for many. With reuse, the chunks come from a pool and go back to it when the
+// page is released.
+type arena struct {
+	buf    []byte   // the current chunk's free space
+	chunks [][]byte // the pooled chunks handed out, with reuse
+	reuse  bool
+}
 
-func (a *posArena) text(p []int64) string {
-	need := len(p) * 20
-	if cap(a.buf)-len(a.buf) < need {
-		a.buf = make([]byte, 0, max(need, 16<<10))
+const (
+	chunkSize = 256 << 10
+	bigItem   = chunkSize / 8 // items larger than this get memory of their own
+)
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// alloc returns an empty slice with room for n bytes.
+func (a *arena) alloc(n int) []byte {
+	if n > bigItem {
+		return make([]byte, 0, n)
 	}
-	start := len(a.buf)
-	a.buf = Position(p).AppendText(a.buf)
-	if len(a.buf) == start {
+	if cap(a.buf)-len(a.buf) < n {
+		if a.reuse {
+			c := *chunks.Get().(*[]byte)
+			a.chunks = append(a.chunks, c)
+			a.buf = c[:0]
+		} else {
+			a.buf = make([]byte, 0, chunkSize)
+		}
+	}
+	b := a.buf[len(a.buf) : len(a.buf) : len(a.buf)+n]
+	return b
+}
+
+// took marks the first n bytes of what alloc returned last as used.
+func (a *arena) took(b []byte) {
+	if cap(a.buf) > len(a.buf) && len(b) > 0 && &a.buf[:len(a.buf)+1][len(a.buf)] == &b[0] {
+		a.buf = a.buf[:len(a.buf)+len(b)]
+	}
+}
+
+// text returns the text of position p.
+func (a *arena) text(p []int64) string {
+	b := Position(p).AppendText(a.alloc(len(p) * 20))
+	a.took(b)
+	if len(b) == 0 {
 		return ""
 	}
-	return unsafe.String(&a.buf[start], len(a.buf)-start)
+	return unsafe.String(&b[0], len(b))
+}
+
+// release gives pooled chunks back.
+func (a *arena) release() {
+	for _, c := range a.chunks {
+		if poisonReleased {
+			clear(c) // a use after release then reads zeros, not old data
+		}
+		chunks.Put(&c)
+	}
+	a.chunks, a.buf = nil, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -629,6 +631,18 @@ func TestCommitToGroup(t *testing.T) {
 	if pos, ok, err := s.Committed(ctx, "evtctl-test"); !ok || err != nil || pos != p.Next {
 		t.Errorf("Committed = %q %v %v, want %q", pos, ok, err, p.Next)
 	}
+	// kcat, consuming in the group, goes on from there: the 12 - 5 records after it.
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Log("kcat is not installed: the group's offsets are not checked with it")
+		return
+	}
+	out := runKcat(t, nil, "-b", k.addr(), "-G", "evtctl-test", "-e", "-q", "-f", "%p/%o\n",
+		"-X", "session.timeout.ms=10000", "grp")
+	lines := strings.Fields(string(out))
+	slices.Sort(lines)
+	if fmt.Sprint(lines) != "[0/2 0/3 1/2 1/3 2/1 2/2 2/3]" {
+		t.Errorf("kcat in the group read %v", lines)
+	}
 }
 
 // TestNextByTimestamp: the merge takes the oldest first record, the lower partition on a
@@ -660,5 +674,82 @@ func TestNextByTimestamp(t *testing.T) {
 	f.queues = [][]*kgo.Record{{rec(0, 4, 1)}, {rec(1, 9, 0)}}
 	if p := f.next(Position{5, 9}); p != 0 {
 		t.Errorf("next with partition 1 at its range end = %d", p)
+	}
+}
+
+// TestReusedPages: with Reuse, pages released once written out hold the same items as
+// pages that are not.
+func TestReusedPages(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	k.topic("reuse", 3)
+	fillTopic(t, k, "reuse", 3, 30)
+	want, _ := walk(t, k.source("reuse"), "", 1000, "")
+	s := k.source("reuse")
+	var got []string
+	after := ""
+	for {
+		p := page(t, s, PageRequest{After: after, Max: 7, Reuse: true})
+		for _, it := range p.Items {
+			got = append(got, string(it.Raw)+" "+it.Pos) // written out
+		}
+		after = p.Next
+		more := p.More
+		p.Release()
+		if p.Items != nil {
+			t.Fatal("a released page keeps its items")
+		}
+		if !more {
+			break
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d items, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if w := string(want[i].Raw) + " " + want[i].Pos; got[i] != w {
+			t.Fatalf("item %d: %s, want %s", i, got[i], w)
+		}
+	}
+}
+
+// TestBackwardWhileTailing: a terminal scrolls back while its tail long-polls; neither
+// waits for the other, and the tail then gets what is written.
+func TestBackwardWhileTailing(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	k.topic("both", 2)
+	fillTopic(t, k, "both", 2, 10)
+	s := k.source("both")
+	head, err := s.Start(ctxT(t), Start{Kind: StartHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := make(chan *Page, 1)
+	go func() {
+		p, err := s.Page(ctxT(t), PageRequest{After: head, Max: 10, Wait: time.Minute})
+		if err != nil {
+			t.Error(err)
+		}
+		tail <- p
+	}()
+	before := ""
+	n := 0
+	for {
+		p := page(t, s, PageRequest{Backward: true, Before: before, Max: 3})
+		n += len(p.Items)
+		before = p.Next
+		if !p.More {
+			break
+		}
+	}
+	if n != 20 {
+		t.Errorf("scrolled back over %d items, want 20", n)
+	}
+	if err := k.client(manualPartitioner()).ProduceSync(ctxT(t), oedxRecord("both", 1, 99)).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-tail; p == nil || len(p.Items) != 1 || p.Items[0].Cursor != "1/10" || p.Next != "10,11" {
+		t.Errorf("the tail's page: %+v", p)
 	}
 }
