@@ -90,11 +90,12 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 			more = true
 		}
 	}
-	if !r.Reuse {
-		mem = nil
+	var mems []*arena
+	if r.Reuse {
+		mems = []*arena{mem}
 	}
 	return &Page{
-		arena:  mem,
+		arenas: mems,
 		Items:  items,
 		More:   more,
 		Oldest: positionText(mk.start),

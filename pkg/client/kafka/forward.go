@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -12,7 +14,8 @@ import (
 
 // forward is the state of the forward reader: the consumer and what it fetched ahead.
 type forward struct {
-	dec      *decoder
+	decs     []*decoder // one a core, at most 4: a large page's items are built in parallel
+	batch    []entry    // scratch for take
 	active   bool
 	pos      []int64         // the next offset to examine, by partition (all the topic's)
 	queues   [][]*kgo.Record // fetched, not examined, by partition, in offset order
@@ -70,8 +73,12 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	// its records take their place in that order: until wctx ends, after which what is
 	// fetched is merged as it is.
 	items := make([]Item, 0, min(r.Max, 1024))
-	mem := &arena{reuse: r.Reuse}
-	f.dec.mem = mem
+	mem := &arena{reuse: r.Reuse} // position texts; the builders have arenas of their own
+	mems := []*arena{mem}
+	for _, d := range f.decs {
+		d.mem = &arena{reuse: r.Reuse}
+		mems = append(mems, d.mem)
+	}
 	starved, waitedOut := f.starved(inRange), false
 	for len(items) < r.Max {
 		p := f.next(through)
@@ -96,6 +103,61 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 			}
 			break
 		}
+		// Take a batch of records in order, build their items (on several cores when the
+		// batch is large), and keep them up to Max.
+		need := r.Max - len(items)
+		limit := need // every record makes an item
+		if !m.all {
+			limit = min(max(need, 256), maxBatch)
+		}
+		start := slices.Clone(f.pos)
+		batch := f.take(through, inRange, limit, &starved, waitedOut)
+		f.build(batch, m)
+		vec, kept := start, 0
+		for i := range batch {
+			e := &batch[i]
+			vec[e.p] = max(vec[e.p], e.rec.Offset+1, e.jump)
+			if !e.ok {
+				continue
+			}
+			items = append(items, itemOf(e.it, mem.text(vec)))
+			if kept++; kept == need && i+1 < len(batch) {
+				f.putBack(batch[i+1:]) // not examined after all
+				f.pos = vec
+				break
+			}
+		}
+		clear(batch)
+		f.batch = batch[:0]
+	}
+	return s.forwardResult(items, gap, inRange, mems), nil
+}
+
+// maxBatch bounds the records a filtered page takes at a time.
+const maxBatch = 4096
+
+// entry is a record taken for a page, and its item once built.
+type entry struct {
+	rec  *kgo.Record
+	p    int
+	jump int64 // the partition's position after the record, when more than its next offset
+	it   built
+	ok   bool
+}
+
+// take takes up to limit records that make items (not control records) off the queues in
+// timestamp order, moving the position past each. It stops early where a partition in
+// range is starved (unless the wait for it is over), reported in *starved.
+func (f *forward) take(through Position, inRange func(int) bool, limit int, starved *bool, waitedOut bool) []entry {
+	batch := f.batch[:0]
+	for n := 0; n < limit; {
+		if *starved && !waitedOut {
+			break
+		}
+		p := f.next(through)
+		if p < 0 {
+			break
+		}
 		rec := f.queues[p][0]
 		f.queues[p][0] = nil
 		f.queues[p] = f.queues[p][1:]
@@ -103,33 +165,72 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 			continue // fetched again after a seek
 		}
 		f.pos[p] = rec.Offset + 1
+		e := entry{rec: rec, p: p}
 		if len(f.queues[p]) == 0 {
 			if f.jump[p] > f.pos[p] {
 				f.pos[p] = f.jump[p] // the records after the queued ones are gone
+				e.jump = f.jump[p]
 			}
-			starved = f.pos[p] < f.end[p] && inRange(p)
+			*starved = f.pos[p] < f.end[p] && inRange(p)
 		}
-		if rec.Attrs.IsControl() {
-			continue
+		batch = append(batch, e)
+		if !rec.Attrs.IsControl() {
+			n++
 		}
-		b, ok := f.dec.build(rec, m)
-		if !ok {
-			continue
-		}
-		items = append(items, itemOf(b, mem.text(f.pos)))
 	}
-	return s.forwardResult(items, gap, inRange, mem), nil
+	f.batch = batch
+	return batch
+}
+
+// putBack returns records taken but not examined to the front of their queues.
+func (f *forward) putBack(rest []entry) {
+	for i := len(rest) - 1; i >= 0; i-- {
+		p := rest[i].p
+		f.queues[p] = append([]*kgo.Record{rest[i].rec}, f.queues[p]...)
+	}
+}
+
+// parallelFrom is the batch size from which items are built on several cores.
+const parallelFrom = 128
+
+// build builds the items of a batch: in order with one decoder, or split among the
+// decoders on several cores.
+func (f *forward) build(batch []entry, m *matcher) {
+	n := min(len(f.decs), len(batch)/parallelFrom)
+	one := func(d *decoder, part []entry) {
+		for i := range part {
+			e := &part[i]
+			if !e.rec.Attrs.IsControl() {
+				e.it, e.ok = d.build(e.rec, m)
+			}
+		}
+	}
+	if n <= 1 {
+		one(f.decs[0], batch)
+		return
+	}
+	var wg sync.WaitGroup
+	size := (len(batch) + n - 1) / n
+	for i := range n {
+		part := batch[i*size : min((i+1)*size, len(batch))]
+		if i == n-1 {
+			one(f.decs[i], part)
+			break
+		}
+		wg.Go(func() { one(f.decs[i], part) })
+	}
+	wg.Wait()
 }
 
 // forwardResult finishes a forward page.
-func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mem *arena) *Page {
+func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mems []*arena) *Page {
 	mk := s.known()
 	f := &s.fw
-	if mem != nil && !mem.reuse {
-		mem = nil
+	if len(mems) > 0 && !mems[0].reuse {
+		mems = nil
 	}
 	return &Page{
-		arena:  mem,
+		arenas: mems,
 		Items:  items,
 		More:   f.behind(inRange),
 		Oldest: positionText(mk.start),

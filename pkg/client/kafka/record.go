@@ -73,6 +73,9 @@ type decoder struct {
 	doc    []byte // scratch: the attributes of a binary-mode record as a JSON object
 	types  map[string]string
 	mem    *arena // where items are made
+
+	wrapFor   *matcher // the query whose answer for events made from records is wrapMatch
+	wrapMatch bool
 }
 
 func newDecoder(topic string) *decoder {
@@ -507,9 +510,8 @@ type matcher struct {
 	// give before its value is decoded.
 	headers bool
 	// wrapFixed: the query tests only attributes that are the same in every event made
-	// from a record of the topic; wrapMatch is then whether such an event matches.
-	wrapFixed, wrapMatch bool
-	wrapKnown            bool
+	// from a record of the topic (a decoder then matches once: see wrapMatches).
+	wrapFixed bool
 }
 
 // wrapFixedTags are the attributes of an event made from a record that are the same for
@@ -553,13 +555,12 @@ func compileQuery(src string) (*matcher, error) {
 // wrapMatches reports whether the event made from r (were r no CloudEvent) could match:
 // evaluated from r's coordinates, for queries that headers can decide.
 func (m *matcher) wrapMatches(d *decoder, r *kgo.Record) bool {
-	if m.wrapFixed && m.wrapKnown {
-		return m.wrapMatch
+	if m.wrapFixed && d.wrapFor == m {
+		return d.wrapMatch
 	}
-	doc := d.wrapDoc(r)
-	ok := m.q.MatchJSON(doc)
+	ok := m.q.MatchJSON(d.wrapDoc(r))
 	if m.wrapFixed {
-		m.wrapKnown, m.wrapMatch = true, ok
+		d.wrapFor, d.wrapMatch = m, ok // a matcher is shared by pages; a decoder is not
 	}
 	return ok
 }

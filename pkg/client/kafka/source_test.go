@@ -753,3 +753,40 @@ func TestBackwardWhileTailing(t *testing.T) {
 		t.Errorf("the tail's page: %+v", p)
 	}
 }
+
+// TestLargePages: items built on several cores come out as one at a time, filtered or not,
+// and a filtered page that built more than it keeps goes on where it stopped.
+func TestLargePages(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	k.topic("large", 3)
+	fillTopic(t, k, "large", 3, 150)
+	for _, q := range []string{"", "data.n > 100 AND NOT data.n = 300"} {
+		small, _ := walk(t, k.source("large"), "", 40, q)
+		s := k.source("large")
+		var large []Item
+		after := ""
+		for {
+			p := page(t, s, PageRequest{After: after, Max: 300, Query: q, Reuse: true})
+			for _, it := range p.Items {
+				large = append(large, Item{Cursor: strings.Clone(it.Cursor), Raw: slices.Clone(it.Raw), Pos: strings.Clone(it.Pos)})
+			}
+			after = p.Next
+			p.Release()
+			if !p.More {
+				break
+			}
+		}
+		if len(large) != len(small) {
+			t.Fatalf("query %q: %d items in pages of 300, %d in pages of 40", q, len(large), len(small))
+		}
+		for i := range large {
+			if large[i].Cursor != small[i].Cursor || string(large[i].Raw) != string(small[i].Raw) || large[i].Pos != small[i].Pos {
+				t.Fatalf("query %q: item %d: %s (Pos %s) in pages of 300, %s (Pos %s) in pages of 40", q, i, large[i].Cursor, large[i].Pos, small[i].Cursor, small[i].Pos)
+			}
+		}
+		if after != "150,150,150" {
+			t.Errorf("query %q: ends at %q", q, after)
+		}
+	}
+}
