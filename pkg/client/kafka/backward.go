@@ -90,12 +90,11 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 			more = true
 		}
 	}
-	var mems []*arena
-	if r.Reuse {
-		mems = []*arena{mem}
+	if !r.Reuse {
+		mem = nil
 	}
 	return &Page{
-		arenas: mems,
+		arena:  mem,
 		Items:  items,
 		More:   more,
 		Oldest: positionText(mk.start),

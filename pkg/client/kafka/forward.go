@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,13 +12,13 @@ import (
 
 // forward is the state of the forward reader: the consumer and what it fetched ahead.
 type forward struct {
-	decs     []*decoder // one a core, at most 4: a large page's items are built in parallel
-	batch    []entry    // scratch for take
+	dec      *decoder
 	active   bool
 	pos      []int64         // the next offset to examine, by partition (all the topic's)
 	queues   [][]*kgo.Record // fetched, not examined, by partition, in offset order
 	jump     []int64         // where a partition goes on once its queue is examined (0: none)
 	end      []int64         // the partitions' ends as last seen
+	queued   int             // bytes in the queues
 	assigned int             // partitions 0..assigned-1 are added to the consumer
 	checked  time.Time       // when the partition count was last looked at
 }
@@ -73,15 +71,16 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	// its records take their place in that order: until wctx ends, after which what is
 	// fetched is merged as it is.
 	items := make([]Item, 0, min(r.Max, 1024))
-	mem := &arena{reuse: r.Reuse} // position texts; the builders have arenas of their own
-	mems := []*arena{mem}
-	for _, d := range f.decs {
-		d.mem = &arena{reuse: r.Reuse}
-		mems = append(mems, d.mem)
-	}
+	mem := &arena{reuse: r.Reuse}
+	f.dec.mem = mem
 	starved, waitedOut := f.starved(inRange), false
 	for len(items) < r.Max {
 		p := f.next(through)
+		if f.queued > maxQueued {
+			// Partitions far apart in time: waiting for one would keep the others' records
+			// without bound. Merge what is here (and fetch no more until it is taken).
+			waitedOut = true
+		}
 		if p < 0 || starved && !waitedOut {
 			behind := f.behind(inRange)
 			blocking := wctx.Err() == nil && (starved || len(items) == 0 && (r.Wait > 0 || behind))
@@ -103,134 +102,54 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 			}
 			break
 		}
-		// Take a batch of records in order, build their items (on several cores when the
-		// batch is large), and keep them up to Max.
-		need := r.Max - len(items)
-		limit := need // every record makes an item
-		if !m.all {
-			limit = min(max(need, 256), maxBatch)
-		}
-		start := slices.Clone(f.pos)
-		batch := f.take(through, inRange, limit, &starved, waitedOut)
-		f.build(batch, m)
-		vec, kept := start, 0
-		for i := range batch {
-			e := &batch[i]
-			vec[e.p] = max(vec[e.p], e.rec.Offset+1, e.jump)
-			if !e.ok {
-				continue
-			}
-			items = append(items, itemOf(e.it, mem.text(vec)))
-			if kept++; kept == need && i+1 < len(batch) {
-				f.putBack(batch[i+1:]) // not examined after all
-				f.pos = vec
-				break
-			}
-		}
-		clear(batch)
-		f.batch = batch[:0]
-	}
-	return s.forwardResult(items, gap, inRange, mems), nil
-}
-
-// maxBatch bounds the records a filtered page takes at a time.
-const maxBatch = 4096
-
-// entry is a record taken for a page, and its item once built.
-type entry struct {
-	rec  *kgo.Record
-	p    int
-	jump int64 // the partition's position after the record, when more than its next offset
-	it   built
-	ok   bool
-}
-
-// take takes up to limit records that make items (not control records) off the queues in
-// timestamp order, moving the position past each. It stops early where a partition in
-// range is starved (unless the wait for it is over), reported in *starved.
-func (f *forward) take(through Position, inRange func(int) bool, limit int, starved *bool, waitedOut bool) []entry {
-	batch := f.batch[:0]
-	for n := 0; n < limit; {
-		if *starved && !waitedOut {
-			break
-		}
-		p := f.next(through)
-		if p < 0 {
-			break
-		}
 		rec := f.queues[p][0]
 		f.queues[p][0] = nil
 		f.queues[p] = f.queues[p][1:]
+		f.queued -= recordSize(rec)
 		if rec.Offset < f.pos[p] {
 			continue // fetched again after a seek
 		}
 		f.pos[p] = rec.Offset + 1
-		e := entry{rec: rec, p: p}
 		if len(f.queues[p]) == 0 {
 			if f.jump[p] > f.pos[p] {
 				f.pos[p] = f.jump[p] // the records after the queued ones are gone
-				e.jump = f.jump[p]
 			}
-			*starved = f.pos[p] < f.end[p] && inRange(p)
+			starved = f.pos[p] < f.end[p] && inRange(p)
 		}
-		batch = append(batch, e)
-		if !rec.Attrs.IsControl() {
-			n++
+		if rec.Attrs.IsControl() {
+			continue
 		}
+		b, ok := f.dec.build(rec, m)
+		if !ok {
+			continue
+		}
+		items = append(items, itemOf(b, mem.text(f.pos)))
 	}
-	f.batch = batch
-	return batch
+	return s.forwardResult(items, gap, inRange, mem), nil
 }
 
-// putBack returns records taken but not examined to the front of their queues.
-func (f *forward) putBack(rest []entry) {
-	for i := len(rest) - 1; i >= 0; i-- {
-		p := rest[i].p
-		f.queues[p] = append([]*kgo.Record{rest[i].rec}, f.queues[p]...)
-	}
-}
+// maxQueued bounds the bytes of fetched records a reader holds while it waits for a
+// partition to merge them with.
+const maxQueued = 64 << 20
 
-// parallelFrom is the batch size from which items are built on several cores.
-const parallelFrom = 128
-
-// build builds the items of a batch: in order with one decoder, or split among the
-// decoders on several cores.
-func (f *forward) build(batch []entry, m *matcher) {
-	n := min(len(f.decs), len(batch)/parallelFrom)
-	one := func(d *decoder, part []entry) {
-		for i := range part {
-			e := &part[i]
-			if !e.rec.Attrs.IsControl() {
-				e.it, e.ok = d.build(e.rec, m)
-			}
-		}
+// recordSize is about the memory a fetched record holds.
+func recordSize(r *kgo.Record) int {
+	n := 128 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 32 + len(h.Key) + len(h.Value)
 	}
-	if n <= 1 {
-		one(f.decs[0], batch)
-		return
-	}
-	var wg sync.WaitGroup
-	size := (len(batch) + n - 1) / n
-	for i := range n {
-		part := batch[i*size : min((i+1)*size, len(batch))]
-		if i == n-1 {
-			one(f.decs[i], part)
-			break
-		}
-		wg.Go(func() { one(f.decs[i], part) })
-	}
-	wg.Wait()
+	return n
 }
 
 // forwardResult finishes a forward page.
-func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mems []*arena) *Page {
+func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mem *arena) *Page {
 	mk := s.known()
 	f := &s.fw
-	if len(mems) > 0 && !mems[0].reuse {
-		mems = nil
+	if mem != nil && !mem.reuse {
+		mem = nil
 	}
 	return &Page{
-		arenas: mems,
+		arena:  mem,
 		Items:  items,
 		More:   f.behind(inRange),
 		Oldest: positionText(mk.start),
@@ -356,6 +275,7 @@ func (s *Source) assign(target []int64) {
 	}
 	f.pos = target
 	f.queues = make([][]*kgo.Record, len(target))
+	f.queued = 0
 	f.jump = make([]int64, len(target))
 	f.active = true
 	f.checked = time.Now()
@@ -439,6 +359,9 @@ func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **Gap, after
 				}
 				if len(fp.Records) > 0 {
 					f.queues[fp.Partition] = append(f.queues[fp.Partition], fp.Records...)
+					for _, r := range fp.Records {
+						f.queued += recordSize(r)
+					}
 					got = true
 				}
 			}

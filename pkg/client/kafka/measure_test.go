@@ -34,7 +34,8 @@ import (
 // Set EVTCTL_KAFKA_MEASURE to the number of records (1000000 for the figures in the
 // README); EVTCTL_KAFKA_MEASURE_SIZE (default 600) is the bytes of each value,
 // EVTCTL_KAFKA_MEASURE_ROUNDS (default 3) how often each reader reads it all (the best
-// round counts), EVTCTL_KAFKA_MEASURE_PAGE (default 1000) the items a page holds.
+// round counts), EVTCTL_KAFKA_MEASURE_PAGE (default 1000) the items a page holds;
+// EVTCTL_KAFKA_MEASURE_ONLY=NAME keeps one reader (for a profile).
 func TestMeasureRead(t *testing.T) {
 	n := envInt(t, "EVTCTL_KAFKA_MEASURE", 0)
 	if n <= 0 {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,18 +50,16 @@ type Page struct {
 	Next string
 	Gap  *Gap // records lost after After (forward pages); nil if none
 
-	arenas []*arena // the items' memory, when it is pooled (PageRequest.Reuse)
+	arena *arena // the items' memory, when it is pooled (PageRequest.Reuse)
 }
 
 // Release gives the memory of the page's items back for later pages, when the request
 // asked for it (Reuse): the items must not be used after, nor their strings. Without
 // Reuse it does nothing.
 func (p *Page) Release() {
-	if p != nil && p.arenas != nil {
-		for _, a := range p.arenas {
-			a.release()
-		}
-		p.arenas, p.Items = nil, nil
+	if p != nil && p.arena != nil {
+		p.arena.release()
+		p.arena, p.Items = nil, nil
 	}
 }
 
@@ -187,9 +184,7 @@ func New(cfg Config) (*Source, error) {
 		return nil, addrErrorf("kafka: %v", err)
 	}
 	s := &Source{cfg: cfg, node: cfg.Node(), cl: cl, adm: kadm.NewClient(cl), dec: kgo.DefaultDecompressor(), opts: base}
-	for range min(max(runtime.GOMAXPROCS(0), 1), 4) {
-		s.fw.decs = append(s.fw.decs, newDecoder(cfg.Topic))
-	}
+	s.fw.dec = newDecoder(cfg.Topic)
 	return s, nil
 }
 

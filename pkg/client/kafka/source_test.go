@@ -754,8 +754,8 @@ func TestBackwardWhileTailing(t *testing.T) {
 	}
 }
 
-// TestLargePages: items built on several cores come out as one at a time, filtered or not,
-// and a filtered page that built more than it keeps goes on where it stopped.
+// TestLargePages: pages of many items hold what pages of fewer hold, in the same order
+// and with the same positions, filtered or not, with their memory reused.
 func TestLargePages(t *testing.T) {
 	t.Parallel()
 	k := newCluster(t)
