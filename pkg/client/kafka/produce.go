@@ -111,7 +111,7 @@ func Produce(ctx context.Context, cfg Config, opts ProduceOptions, next func() (
 			firstErr = err
 			break
 		}
-		rec, info, err := RecordOf(ev)
+		rec, info, err := recordOf(ev)
 		if err != nil {
 			firstErr = &ProduceError{N: n, Invalid: true, Err: err}
 			break
@@ -207,9 +207,9 @@ func (q *ackQueue) result() (int, error) {
 	return q.acked, q.err
 }
 
-// RecordOf converts a CloudEvent in the JSON format to its record (see Produce), and the
+// recordOf converts a CloudEvent in the JSON format to its record (see Produce), and the
 // event's id and type.
-func RecordOf(ev []byte) (*kgo.Record, Produced, error) {
+func recordOf(ev []byte) (*kgo.Record, Produced, error) {
 	e, err := cevent.DecodeStructured(ev, limits)
 	if err != nil {
 		return nil, Produced{}, err

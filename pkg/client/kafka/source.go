@@ -222,9 +222,6 @@ func (s *Source) directClient() (*kgo.Client, error) {
 // without options or credentials.
 func (s *Source) Node() string { return s.node }
 
-// Config is the source's configuration.
-func (s *Source) Config() Config { return s.cfg }
-
 // CheckQuery reports a query the source cannot evaluate: one that does not compile.
 func (s *Source) CheckQuery(q string) error {
 	_, err := s.matcher(q)
@@ -482,7 +479,8 @@ func Retryable(err error) bool {
 		return ke.Retriable
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStuck) {
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStuck) ||
+		errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) {
 		return true
 	}
 	return false
