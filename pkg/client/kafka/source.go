@@ -166,9 +166,8 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A reader's first page adds partitions to the consumer, which waits for a metadata
-	// refresh: no more than MetadataMinAge after the last one (franz-go's default, 5 s,
-	// made every reader's first page that slow).
+	// franz-go answers metadata requests from what it learned within MetadataMinAge: a
+	// topic's new partitions, or a new topic under its name, are seen that late at most.
 	opts = append(opts, kgo.RetryTimeout(retryTimeout), kgo.MetadataMinAge(250*time.Millisecond))
 	base := opts
 	opts = append(opts[:len(opts):len(opts)],
