@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/evtctl/evtctl/internal/swar"
 )
 
 // ceHeader is one ce- header of a binary-mode request.
@@ -115,35 +118,71 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	if ctCount > 1 {
 		return Event{}, invalid("Content-Type is given %d times; it must be given once", ctCount)
 	}
-	slices.SortFunc(hs, func(a, b ceHeader) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
-	})
+	_, ev, err := buildBinary(nil, hs, ct, ctCount > 0, body, lim, httpForm, nil)
+	return ev, err
+}
 
+// binaryForm is how a binding carries attributes: in HTTP, percent-encoded ce- headers
+// and Content-Type; in Kafka, ce_ headers taken as they are and content-type.
+type binaryForm struct {
+	decode bool // read values as the HTTP binding asks (see DecodeBinary)
+	// ordered: the headers come in an order of their own (Kafka's), which decides which
+	// of several errors is reported; HTTP headers are a map, so they are sorted first.
+	ordered bool
+	prefix  string // of the attribute headers, for messages
+	ctName  string // the header that carries datacontenttype, for messages
+}
+
+var httpForm = binaryForm{decode: true, prefix: "ce-", ctName: "Content-Type"}
+
+// binaryMemo remembers the last values that passed the more expensive checks, for a
+// decoder that reads many events of one producer.
+type binaryMemo struct {
+	source, schema string
+	ct             string
+	ctParams       map[string]string // read only
+	keys           []span            // the data scanner's scratch space
+}
+
+// buildBinary validates the attributes hs (in any order; hs is sorted in place) and
+// builds the event, with ct as datacontenttype when hasCT and body as its data, the
+// values read as form says. The event's JSON is appended to dst (a new buffer when dst is
+// nil) and the result returned too. memo, when not nil, skips checks of values that passed
+// them in the event before.
+func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, lim Limits, form binaryForm, memo *binaryMemo) ([]byte, Event, *Error) {
+	if !form.ordered {
+		slices.SortFunc(hs, byNameKey)
+	}
 	var (
 		attrs [kDataschema + 1]string
 		raws  [kDataschema + 1]string // the values as received
+		keys  [kDataschema + 1]string // the headers they came in
 		set   [kDataschema + 1]bool
-		exts  []ceHeader
+		store [8]ceHeader
+		exts  = store[:0]
 		size  = 64 + len(ct) + len(body)*4/3
 	)
 	for i := range hs {
 		hd := &hs[i]
 		if hd.n > 1 {
-			return Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+			return nil, Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
 		}
-		if i > 0 && hs[i-1].name == hd.name {
-			return Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
+		if !form.ordered && i > 0 && hs[i-1].name == hd.name {
+			return nil, Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
 		case hd.name == "datacontenttype":
-			return Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by Content-Type", hd.key)
+			return nil, Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by %s", hd.key, form.ctName)
 		case hd.name == "data" || !validAttrName(hd.name):
-			return Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
+			return nil, Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
 		}
-		v := decodeHeaderValue(hd.value)
+		v := hd.value
+		if form.decode {
+			v = decodeHeaderValue(hd.value)
+		}
 		if err := checkString(hd.name, v); err != nil {
 			if v == hd.value || checkString(hd.name, hd.value) != nil {
-				return Event{}, err
+				return nil, Event{}, err
 			}
 			v = hd.value // decoding made it invalid: the sender did not encode
 		}
@@ -155,19 +194,30 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 			exts = append(exts, *hd)
 			continue
 		}
-		attrs[kind], raws[kind], set[kind] = v, raw, true
+		if set[kind] { // ordered headers only: sorted ones were checked above
+			return nil, Event{}, invalid("headers %s and %s both set attribute %q", keys[kind], hd.key, hd.name)
+		}
+		attrs[kind], raws[kind], keys[kind], set[kind] = v, raw, hd.key, true
+	}
+	if form.ordered && len(exts) > 1 {
+		slices.SortFunc(exts, byNameKey)
+		for i := 1; i < len(exts); i++ {
+			if exts[i-1].name == exts[i].name {
+				return nil, Event{}, invalid("headers %s and %s both set attribute %q", exts[i-1].key, exts[i].key, exts[i].name)
+			}
+		}
 	}
 
 	// Validate in the same order as the structured decoder.
 	if !set[kSpecversion] {
-		return Event{}, invalid("missing required attribute \"specversion\" (header ce-specversion)")
+		return nil, Event{}, invalid("missing required attribute \"specversion\" (header %sspecversion)", form.prefix)
 	}
 	if attrs[kSpecversion] != "1.0" {
-		return Event{}, badSpecversion(attrs[kSpecversion])
+		return nil, Event{}, badSpecversion(attrs[kSpecversion])
 	}
 	for _, k := range [...]int{kID, kSource, kType} {
 		if !set[k] {
-			return Event{}, invalid("missing required attribute %q (header ce-%s)", kindName[k], kindName[k])
+			return nil, Event{}, invalid("missing required attribute %q (header %s%s)", kindName[k], form.prefix, kindName[k])
 		}
 	}
 	check := func(k int, f func(string) *Error) *Error {
@@ -176,42 +226,58 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		return err
 	}
 	if err := check(kID, nonEmpty("id")); err != nil {
-		return Event{}, err
+		return nil, Event{}, err
 	}
-	if err := check(kSource, checkSource); err != nil {
-		return Event{}, err
+	if memo == nil || attrs[kSource] != memo.source || memo.source == "" {
+		if err := check(kSource, checkSource); err != nil {
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.source = attrs[kSource]
+		}
 	}
 	if err := check(kType, nonEmpty("type")); err != nil {
-		return Event{}, err
+		return nil, Event{}, err
 	}
 	ev := Event{ID: attrs[kID], Source: attrs[kSource], Type: attrs[kType]}
 	if set[kSubject] {
 		if err := check(kSubject, nonEmpty("subject")); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
 		}
 	}
 	if set[kTime] {
 		if err := check(kTime, func(s string) (err *Error) { ev.Time, err = parseTime(s); return err }); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
 		}
 	}
 	var ctParams map[string]string
-	if ctCount > 0 {
+	switch {
+	case !hasCT:
+	case memo != nil && ct == memo.ct && ct != "":
+		ctParams = memo.ctParams
+	default:
 		if err := checkString("datacontenttype", ct); err != nil {
-			return Event{}, invalid("Content-Type: %s", err.Msg)
+			return nil, Event{}, invalid("%s: %s", form.ctName, err.Msg)
 		}
 		var err *Error
-		if ctParams, err = parseMediaType("Content-Type", ct); err != nil {
-			return Event{}, err
+		if ctParams, err = parseMediaType(form.ctName, ct); err != nil {
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.ct, memo.ctParams = ct, ctParams
 		}
 	}
-	if set[kDataschema] {
+	if set[kDataschema] && (memo == nil || attrs[kDataschema] != memo.schema || memo.schema == "") {
 		if err := check(kDataschema, checkDataschema); err != nil {
-			return Event{}, err
+			return nil, Event{}, err
+		}
+		if memo != nil {
+			memo.schema = attrs[kDataschema]
 		}
 	}
 
-	out := make([]byte, 0, size)
+	start := len(dst)
+	out := slices.Grow(dst, size)
 	out = append(out, `{"specversion":"1.0","id":`...)
 	out = appendJSONString(out, ev.ID)
 	out = append(out, `,"source":`...)
@@ -226,7 +292,7 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		out = append(out, `,"time":`...)
 		out = appendJSONString(out, attrs[kTime])
 	}
-	if ctCount > 0 {
+	if hasCT {
 		out = append(out, `,"datacontenttype":`...)
 		out = appendJSONString(out, ct)
 	}
@@ -242,16 +308,24 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	}
 	if len(body) > 0 {
 		var err *Error
-		if out, err = appendBinaryData(out, body, ct, ctCount > 0, ctParams); err != nil {
-			return Event{}, err
+		var keys *[]span
+		if memo != nil {
+			keys = &memo.keys
+		}
+		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
+			return nil, Event{}, err
 		}
 	}
 	out = append(out, '}')
-	if err := checkSize(len(out), lim); err != nil {
-		return Event{}, err
+	if err := checkSize(len(out)-start, lim); err != nil {
+		return nil, Event{}, err
 	}
-	ev.JSON = out[:len(out):len(out)]
-	return ev, nil
+	ev.JSON = out[start:len(out):len(out)]
+	return out, ev, nil
+}
+
+func byNameKey(a, b ceHeader) int {
+	return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
 }
 
 // asReceived returns v, the decoded value of attribute name, if check
@@ -273,7 +347,8 @@ func nonEmpty(name string) func(string) *Error {
 }
 
 // appendBinaryData appends the data or data_base64 member for a binary-mode body.
-func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string) ([]byte, *Error) {
+// keys, when not nil, is scratch space for the scanner that it keeps.
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || IsJSONMediaType(ct):
@@ -282,6 +357,10 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		// The scanner validates (writing a compact copy, which is dropped:
 		// the body is stored as it is).
 		s := scanner{in: body, out: out}
+		if keys != nil {
+			s.keys = (*keys)[:0]
+			defer func() { *keys = s.keys[:0] }() // for the next event
+		}
 		s.skipWS()
 		err := s.copyValue()
 		if err == nil {
@@ -291,10 +370,13 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 			}
 		}
 		if err == nil {
+			if len(s.out)-start == len(body) {
+				return s.out, nil // compact already: the copy is the body
+			}
 			return append(s.out[:start], body...), nil
 		}
 		if hasCT {
-			return nil, invalid("Content-Type %q declares JSON, but the body is not valid JSON: %s", ct, err.Msg)
+			return nil, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
 		}
 		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
 	case textData(ct, params, body):
@@ -336,6 +418,9 @@ func isTextMediaType(ct string) bool {
 // checkString checks that v is a valid CloudEvents String: valid UTF-8 with
 // no control characters, noncharacters or surrogates.
 func checkString(name, v string) *Error {
+	if printableASCII(v) {
+		return nil
+	}
 	for i, r := range v {
 		if r == utf8.RuneError {
 			if _, size := utf8.DecodeRuneInString(v[i:]); size == 1 {
@@ -349,6 +434,24 @@ func checkString(name, v string) *Error {
 		}
 	}
 	return nil
+}
+
+// printableASCII reports whether s holds only the bytes 0x20 to 0x7e, eight at a time.
+func printableASCII(s string) bool {
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := swar.Load(b, i)
+		if swar.Ctl(x)|x&swar.MSB|swar.Eq(x, 0x7f) != 0 {
+			return false
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeHeaderValue reads a ce- header value as the HTTP binding asks,

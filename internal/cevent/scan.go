@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/evtctl/evtctl/internal/swar"
 
@@ -504,14 +505,14 @@ func (s *scanner) object() *Error {
 // appendJSONString appends s as a JSON string. s must be valid UTF-8.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	for i := 0; ; {
+		j := swar.Unescaped(b, i) // the run that needs no escape, eight bytes at a time
+		dst = append(dst, s[i:j]...)
+		if j == len(s) {
+			return append(dst, '"')
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
+		switch c := s[j]; c {
 		case '"', '\\':
 			dst = append(dst, '\\', c)
 		case '\n':
@@ -524,8 +525,6 @@ func appendJSONString(dst []byte, s string) []byte {
 			const hexDigits = "0123456789abcdef"
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
-		start = i + 1
+		i = j + 1
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

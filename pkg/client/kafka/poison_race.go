@@ -1,0 +1,5 @@
+//go:build race
+
+package kafka
+
+const poisonReleased = true

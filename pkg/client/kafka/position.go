@@ -1,0 +1,134 @@
+package kafka
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// An item's cursor is "PARTITION/OFFSET" in decimal, e.g. "2/1234": the record's
+// coordinates as the Kafka tools print them, one text per record.
+//
+// A position is where a reader stands in the whole topic: the next offset to examine in
+// each partition, in decimal, separated by commas, partition 0 first: "1235,988,1020" for a
+// topic of three partitions. A topic's partitions are numbered from 0 without holes and
+// are never removed, so the place in the list is the partition. A partition beyond the
+// list (the topic grew) is read from its log start. The empty position is the log start of
+// every partition.
+
+// MaxPartitions bounds the partitions a position may name.
+const MaxPartitions = 1 << 16
+
+// CursorError is an item cursor or a position that cannot be read.
+type CursorError struct {
+	Text string
+	Msg  string
+}
+
+func (e *CursorError) Error() string {
+	return fmt.Sprintf("invalid Kafka %s", e.Msg)
+}
+
+// FormatCursor is the cursor of the record at offset in partition.
+func FormatCursor(partition int32, offset int64) string {
+	return string(appendCursor(nil, partition, offset))
+}
+
+func appendCursor(b []byte, partition int32, offset int64) []byte {
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	return strconv.AppendInt(b, offset, 10)
+}
+
+// ParseCursor reads an item cursor "PARTITION/OFFSET".
+func ParseCursor(s string) (partition int32, offset int64, err error) {
+	ps, os, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, &CursorError{Text: s, Msg: fmt.Sprintf("cursor %q: want PARTITION/OFFSET, e.g. 2/1234", clip(s))}
+	}
+	p, ok1 := parseNumber(ps, 1<<31-1)
+	o, ok2 := parseNumber(os, 1<<63-1)
+	if !ok1 || !ok2 {
+		return 0, 0, &CursorError{Text: s, Msg: fmt.Sprintf("cursor %q: want PARTITION/OFFSET in decimal, e.g. 2/1234", clip(s))}
+	}
+	return int32(p), o, nil
+}
+
+// IsCursor reports whether s has the form of an item cursor rather than of a position.
+func IsCursor(s string) bool { return strings.IndexByte(s, '/') >= 0 }
+
+// Position is the next offset to examine in each partition, by partition number.
+type Position []int64
+
+// String is the text of p, "" for the empty position.
+func (p Position) String() string { return string(p.AppendText(nil)) }
+
+// AppendText appends the text of p to b.
+func (p Position) AppendText(b []byte) []byte {
+	for i, o := range p {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, o, 10)
+	}
+	return b
+}
+
+// ParsePosition reads a position: offsets in decimal separated by commas, at most
+// MaxPartitions. The empty string is the empty position.
+func ParsePosition(s string) (Position, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if IsCursor(s) {
+		return nil, &CursorError{Text: s, Msg: fmt.Sprintf("position %q: it is an item's cursor (PARTITION/OFFSET); a position is one next offset per partition, e.g. 1235,988,1020", clip(s))}
+	}
+	n := strings.Count(s, ",") + 1
+	if n > MaxPartitions {
+		return nil, &CursorError{Text: s, Msg: fmt.Sprintf("position: it names %d partitions; at most %d are taken", n, MaxPartitions)}
+	}
+	p := make(Position, 0, n)
+	for f := range strings.SplitSeq(s, ",") {
+		o, ok := parseNumber(f, 1<<63-1)
+		if !ok {
+			return nil, &CursorError{Text: s, Msg: fmt.Sprintf("position %q: want one next offset per partition in decimal, separated by commas, e.g. 1235,988,1020", clip(s))}
+		}
+		p = append(p, o)
+	}
+	return p, nil
+}
+
+// parseNumber reads a canonical decimal number (no sign, no leading zero) up to limit.
+func parseNumber(s string, limit uint64) (int64, bool) {
+	if s == "" || len(s) > 19 || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	if v > limit {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// clip shortens text quoted in a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:61] + "..."
+	}
+	return s
+}
+
+// at is the offset p holds for partition i, or def beyond its length.
+func (p Position) at(i int, def int64) int64 {
+	if i < len(p) {
+		return p[i]
+	}
+	return def
+}

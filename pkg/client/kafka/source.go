@@ -1,0 +1,567 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// PageRequest asks for one page of a topic's items.
+type PageRequest struct {
+	Query   string        // filter query (pkg/filter), evaluated on each record's CloudEvent
+	After   string        // position, exclusive: "" is the log start of every partition
+	Before  string        // backward pages: position, exclusive upper bound; "" is the head
+	Through string        // forward pages: a position where the range ends ("" none)
+	Max     int           // most items to return (at least 1)
+	Wait    time.Duration // forward: when nothing after After matches yet, wait up to this long
+	// Backward asks for the items before Before (and at or after After), newest first.
+	Backward bool
+	// NoGap: After was made up (a time's offsets): report no gap before it.
+	NoGap bool
+	// Reuse takes the items' memory from a pool, to be given back with Page.Release once
+	// they are written out (a replay's pages): less work for the garbage collector.
+	Reuse bool
+}
+
+// Page is one page of items.
+type Page struct {
+	Items []Item // oldest first, or newest first when backward
+	More  bool   // more items within the bounds in that direction, as far as the source knows
+	// Oldest and Newest are positions: the log start and the end (the last stable
+	// offset) of every partition, as last seen; "" when unknown.
+	Oldest, Newest string
+	// Next: forward, the position to ask After next time (it may be past the last item,
+	// over records that did not match); backward, the position to ask Before next time.
+	Next string
+	Gap  *Gap // records lost after After (forward pages); nil if none
+
+	arena *arena // the items' memory, when it is pooled (PageRequest.Reuse)
+}
+
+// Release gives the memory of the page's items back for later pages, when the request
+// asked for it (Reuse): the items must not be used after, nor their strings. Without
+// Reuse it does nothing.
+func (p *Page) Release() {
+	if p != nil && p.arena != nil {
+		p.arena.release()
+		p.arena, p.Items = nil, nil
+	}
+}
+
+// Item is one record as an event item.
+type Item struct {
+	Cursor string          // PARTITION/OFFSET
+	Event  string          // the CloudEvent's type
+	Data   json.RawMessage // the CloudEvent in the JSON format
+	Raw    json.RawMessage // {"cursor":…,"event":…,"data":…}
+	// Pos is the position once this item is examined: forward, every record up to it in
+	// the page's order; backward, every record from it on (the Before to go on from).
+	Pos string
+}
+
+// Gap is records a forward reader lost: a partition's log start moved past the reader's
+// next offset (retention, DeleteRecords) or its log was truncated. A compacted topic's
+// holes are not lost records and are never reported.
+type Gap struct {
+	After      string // the position the reader had
+	Oldest     string // the log start of every partition now
+	Newest     string // the end of every partition now
+	Lost       int64  // records lost, -1 when a partition cannot tell
+	Partitions []PartitionGap
+}
+
+// PartitionGap is the records one partition lost.
+type PartitionGap struct {
+	Partition int32
+	From, To  int64 // offsets From up to, not including, To are gone; To is -1 when unknown
+	Why       string
+}
+
+// Description says what was lost: "partition 2: offsets 100–199 are gone (100 records)".
+func (g *Gap) Description() string {
+	parts := make([]string, 0, len(g.Partitions))
+	for _, p := range g.Partitions {
+		switch {
+		case p.To < 0:
+			parts = append(parts, fmt.Sprintf("partition %d: %s", p.Partition, p.Why))
+		case p.To-p.From == 1:
+			parts = append(parts, fmt.Sprintf("partition %d: offset %d is gone (%s)", p.Partition, p.From, p.Why))
+		default:
+			parts = append(parts, fmt.Sprintf("partition %d: offsets %d–%d are gone, %d records (%s)", p.Partition, p.From, p.To-1, p.To-p.From, p.Why))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (g *Gap) add(p PartitionGap) {
+	g.Partitions = append(g.Partitions, p)
+	if p.To < 0 || g.Lost < 0 {
+		g.Lost = -1
+	} else {
+		g.Lost += p.To - p.From
+	}
+}
+
+// Source reads one topic of one cluster. It keeps one client for its life: forward pages
+// continue a consumer that fetches ahead (partitions assigned directly, no consumer
+// group), so a tail or a replay fetches while it writes. Its methods are safe for
+// concurrent use; forward pages are served one at a time.
+type Source struct {
+	cfg  Config
+	node string
+	cl   *kgo.Client // consumes for forward pages, and asks for metadata and offsets
+	adm  *kadm.Client
+	dec  kgo.Decompressor
+	opts []kgo.Opt // cl's connection options
+
+	// direct fetches the records of backward pages. It is a client of its own, made on
+	// first need: franz-go sends a client's fetches to a broker on one connection, where
+	// they would wait behind the consumer's long-polls.
+	directOnce sync.Once
+	direct     *kgo.Client
+	directErr  error
+
+	answered atomic.Bool // the cluster has answered a request
+
+	qmu   sync.Mutex
+	lastQ *matcher
+
+	mmu   sync.Mutex // guards marks
+	marks marks
+
+	fmu sync.Mutex // one forward page at a time; guards fw
+	fw  forward
+}
+
+// marks are what the source last saw of the topic.
+type marks struct {
+	id    kadm.TopicID
+	start []int64 // log start offset by partition
+	end   []int64 // last stable offset by partition
+	seen  time.Time
+}
+
+// New returns a source for cfg, which must be valid (see Config.Validate). It connects on
+// first use; Close releases it.
+func New(cfg Config) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts, err := cfg.clientOpts()
+	if err != nil {
+		return nil, err
+	}
+	// franz-go answers metadata requests from what it learned within MetadataMinAge: a
+	// topic's new partitions, or a new topic under its name, are seen that late at most.
+	opts = append(opts, kgo.RetryTimeout(retryTimeout), kgo.MetadataMinAge(250*time.Millisecond))
+	base := opts
+	opts = append(opts[:len(opts):len(opts)],
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), // their offsets count in positions
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		kgo.FetchMaxWait(fetchMaxWait),
+		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, addrErrorf("kafka: %v", err)
+	}
+	s := &Source{cfg: cfg, node: cfg.Node(), cl: cl, adm: kadm.NewClient(cl), dec: kgo.DefaultDecompressor(), opts: base}
+	s.fw.dec = newDecoder(cfg.Topic)
+	return s, nil
+}
+
+// Client settings.
+const (
+	fetchMaxWait           = 5 * time.Second
+	fetchMaxBytes          = 16 << 20
+	fetchMaxPartitionBytes = 1 << 20
+	retryTimeout           = 15 * time.Second
+	// catchUpWait bounds a page without Wait that waits for records the partitions are
+	// known to hold.
+	catchUpWait = 30 * time.Second
+	// growthCheck is how often a forward reader looks for partitions added to the topic.
+	growthCheck = 10 * time.Second
+)
+
+// Close releases the source's connections.
+func (s *Source) Close() {
+	s.directOnce.Do(func() { s.directErr = errClosed }) // none made after this
+	if s.direct != nil {
+		s.direct.Close()
+	}
+	s.cl.Close()
+}
+
+// directClient is the client for backward pages' fetches.
+func (s *Source) directClient() (*kgo.Client, error) {
+	s.directOnce.Do(func() {
+		s.direct, s.directErr = kgo.NewClient(s.opts...)
+	})
+	return s.direct, s.directErr
+}
+
+// Node is the topic's address for messages and checkpoints: kafka://BROKERS/TOPIC,
+// without options or credentials.
+func (s *Source) Node() string { return s.node }
+
+// CheckQuery reports a query the source cannot evaluate: one that does not compile.
+func (s *Source) CheckQuery(q string) error {
+	_, err := s.matcher(q)
+	return err
+}
+
+func (s *Source) matcher(q string) (*matcher, error) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.lastQ != nil && s.lastQ.src == q {
+		return s.lastQ, nil
+	}
+	m, err := compileQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	s.lastQ = m
+	return m, nil
+}
+
+// Identity is the topic's id as Kafka prints it (URL-safe base64): a topic deleted and
+// made again under its name has another, and positions in the old one mean nothing in the
+// new. It is "" when the cluster does not give topic ids.
+func (s *Source) Identity(ctx context.Context) (string, error) {
+	td, err := s.topic(ctx)
+	if err != nil {
+		return "", err
+	}
+	if td.ID == (kadm.TopicID{}) {
+		return "", nil
+	}
+	return base64.RawURLEncoding.EncodeToString(td.ID[:]), nil
+}
+
+// Page returns one page of the topic's items. Errors for which Retryable is true may pass
+// (the caller retries with backoff); others are final.
+func (s *Source) Page(ctx context.Context, r PageRequest) (*Page, error) {
+	if r.Max < 1 {
+		return nil, errors.New("kafka: a page needs Max of at least 1")
+	}
+	m, err := s.matcher(r.Query)
+	if err != nil {
+		return nil, err
+	}
+	var p *Page
+	if r.Backward {
+		p, err = s.backward(ctx, r, m)
+	} else {
+		p, err = s.forwardPage(ctx, r, m)
+	}
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	return p, nil
+}
+
+// topic reads the topic's metadata.
+func (s *Source) topic(ctx context.Context) (kadm.TopicDetail, error) {
+	tds, err := s.adm.ListTopics(ctx, s.cfg.Topic)
+	if err != nil {
+		return kadm.TopicDetail{}, s.classify(err)
+	}
+	s.answered.Store(true)
+	td, ok := tds[s.cfg.Topic]
+	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return kadm.TopicDetail{}, &TopicError{Node: s.node, Msg: fmt.Sprintf("topic %q does not exist", s.cfg.Topic)}
+	}
+	if td.Err != nil {
+		return kadm.TopicDetail{}, s.classify(td.Err)
+	}
+	if len(td.Partitions) == 0 {
+		return kadm.TopicDetail{}, &TopicError{Node: s.node, Msg: fmt.Sprintf("topic %q has no partitions", s.cfg.Topic)}
+	}
+	return td, nil
+}
+
+// refresh lists every partition's log start and end offsets.
+func (s *Source) refresh(ctx context.Context) (marks, error) {
+	td, err := s.topic(ctx)
+	if err != nil {
+		return marks{}, err
+	}
+	n := len(td.Partitions)
+	mk := marks{id: td.ID, start: make([]int64, n), end: make([]int64, n), seen: time.Now()}
+	starts, err := s.adm.ListStartOffsets(ctx, s.cfg.Topic)
+	if err == nil {
+		err = fill(mk.start, starts, s.cfg.Topic)
+	}
+	if err != nil {
+		return marks{}, err
+	}
+	ends, err := s.adm.ListCommittedOffsets(ctx, s.cfg.Topic)
+	if err == nil {
+		err = fill(mk.end, ends, s.cfg.Topic)
+	}
+	if err != nil {
+		return marks{}, err
+	}
+	s.mmu.Lock()
+	if s.marks.id != (kadm.TopicID{}) && mk.id != (kadm.TopicID{}) && s.marks.id != mk.id {
+		s.mmu.Unlock()
+		return marks{}, &TopicError{Node: s.node, Msg: fmt.Sprintf("topic %q was deleted and made again while it was read", s.cfg.Topic)}
+	}
+	s.marks = mk
+	s.mmu.Unlock()
+	return mk, nil
+}
+
+// fill copies listed offsets into dst by partition.
+func fill(dst []int64, l kadm.ListedOffsets, topic string) error {
+	for p := range dst {
+		o, ok := l.Lookup(topic, int32(p))
+		if !ok {
+			return fmt.Errorf("kafka: no offset listed for partition %d of %q", p, topic)
+		}
+		if o.Err != nil {
+			return o.Err
+		}
+		dst[p] = o.Offset
+	}
+	return nil
+}
+
+// known returns the marks as last seen (copies).
+func (s *Source) known() marks {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	return marks{id: s.marks.id, start: append([]int64(nil), s.marks.start...), end: append([]int64(nil), s.marks.end...), seen: s.marks.seen}
+}
+
+// note records a partition's start and end offsets as a fetch reported them.
+func (s *Source) note(p int32, start, end int64) {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	if int(p) >= len(s.marks.end) {
+		return
+	}
+	if start >= 0 && start > s.marks.start[p] {
+		s.marks.start[p] = start
+	}
+	if end >= 0 {
+		s.marks.end[p] = end
+	}
+}
+
+func positionText(v []int64) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return Position(v).String()
+}
+
+// TopicError is a topic that does not exist, was made again, or does not fit a position
+// (another topic's, or one from before the topic was made again). It is final.
+type TopicError struct {
+	Node string
+	Msg  string
+}
+
+func (e *TopicError) Error() string { return e.Msg + " on " + e.Node }
+
+// ContactError is a failure to reach a cluster that has not answered yet, of a kind that
+// waiting does not mend: nothing listens, the host does not resolve, TLS does not fit,
+// or SASL refused the credentials. It is final.
+type ContactError struct {
+	Node string
+	Err  error
+}
+
+func (e *ContactError) Error() string {
+	return e.Node + ": " + e.Err.Error()
+}
+
+func (e *ContactError) Unwrap() error { return e.Err }
+
+// classify turns an error of the client into one of this package's where it is final.
+func (s *Source) classify(err error) error {
+	return classify(err, s.node, s.cfg.Topic, s.answered.Load())
+}
+
+// classify turns an error of a client of the topic at node into one of this package's
+// where it is final; answered says whether the cluster has answered before.
+func classify(err error, node, topic string, answered bool) error {
+	if err == nil {
+		return nil
+	}
+	var te *TopicError
+	var ce *ContactError
+	var ae *AddressError
+	var cue *CursorError
+	var ge *GroupError
+	if errors.As(err, &ge) || errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &ae) || errors.As(err, &cue) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState),
+		errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return &ContactError{Node: node, Err: fmt.Errorf("SASL authentication failed (%w)", err)}
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.GroupAuthorizationFailed):
+		return &ContactError{Node: node, Err: err}
+	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
+		return &TopicError{Node: node, Msg: fmt.Sprintf("topic %q does not exist (or was deleted)", topic)}
+	}
+	if !answered && firstContactFinal(err) {
+		return &ContactError{Node: node, Err: err}
+	}
+	return err
+}
+
+// firstContactFinal reports failures that a cluster never reached cannot recover from
+// by waiting: refused connections, unknown hosts, TLS that does not fit, a connection closed
+// at once (SASL or TLS expected).
+func firstContactFinal(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var recErr tls.RecordHeaderError
+	var eofErr *kgo.ErrFirstReadEOF
+	switch {
+	case errors.As(err, &dnsErr), errors.As(err, &certErr), errors.As(err, &unknownAuth),
+		errors.As(err, &hostErr), errors.As(err, &recErr), errors.As(err, &eofErr):
+		return true
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return true
+	}
+	return false
+}
+
+// Retryable reports whether an error of the source may pass: transport failures and the
+// cluster's retriable errors. Bad input (an address, a cursor, a query), a topic that does
+// not exist or was made again, refused credentials and a *ContactError are final.
+func Retryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, errClosed) {
+		return false
+	}
+	var te *TopicError
+	var ce *ContactError
+	var ae *AddressError
+	var cue *CursorError
+	var ge *GroupError
+	var pe *ProduceError
+	if errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &ae) || errors.As(err, &cue) || errors.As(err, &ge) {
+		return false
+	}
+	if errors.As(err, &pe) && pe.Invalid {
+		return false
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Retriable
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStuck) ||
+		errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) {
+		return true
+	}
+	return false
+}
+
+// errStuck is a partition known to hold records that a fetch did not bring in time.
+var errStuck = errors.New("kafka: the brokers did not return records the partitions are known to hold")
+
+// itemOf makes the page item of a built record; pos is the position text after it.
+func itemOf(b built, pos string) Item {
+	raw := b.raw
+	it := Item{
+		Cursor: unsafe.String(&raw[b.cur.start], b.cur.end-b.cur.start),
+		Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
+		Raw:    raw,
+		Pos:    pos,
+		Event:  b.typ,
+	}
+	if it.Event == "" && b.ev.end-b.ev.start > 2 {
+		it.Event = unsafe.String(&raw[b.ev.start+1], b.ev.end-b.ev.start-2)
+	}
+	return it
+}
+
+// arena hands out the memory of a page's items from chunks shared by many items: one
+// allocation for many. With reuse, the chunks come from a pool and go back to it when the
+// page is released.
+type arena struct {
+	buf    []byte   // the current chunk's free space
+	chunks [][]byte // the pooled chunks handed out, with reuse
+	reuse  bool
+}
+
+const (
+	chunkSize = 256 << 10
+	bigItem   = chunkSize / 8 // items larger than this get memory of their own
+)
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
+
+// alloc returns an empty slice with room for n bytes.
+func (a *arena) alloc(n int) []byte {
+	if n > bigItem {
+		return make([]byte, 0, n)
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		if a.reuse {
+			c := *chunks.Get().(*[]byte)
+			a.chunks = append(a.chunks, c)
+			a.buf = c[:0]
+		} else {
+			a.buf = make([]byte, 0, chunkSize)
+		}
+	}
+	b := a.buf[len(a.buf) : len(a.buf) : len(a.buf)+n]
+	return b
+}
+
+// took marks the first n bytes of what alloc returned last as used.
+func (a *arena) took(b []byte) {
+	if cap(a.buf) > len(a.buf) && len(b) > 0 && &a.buf[:len(a.buf)+1][len(a.buf)] == &b[0] {
+		a.buf = a.buf[:len(a.buf)+len(b)]
+	}
+}
+
+// text returns the text of position p.
+func (a *arena) text(p []int64) string {
+	b := Position(p).AppendText(a.alloc(len(p) * 20))
+	a.took(b)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// release gives pooled chunks back.
+func (a *arena) release() {
+	for _, c := range a.chunks {
+		if poisonReleased {
+			clear(c) // a use after release then reads zeros, not old data
+		}
+		chunks.Put(&c)
+	}
+	a.chunks, a.buf = nil, nil
+}
