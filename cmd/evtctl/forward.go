@@ -313,7 +313,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 
 	fo := forward.Options{
-		Target: target, Delays: delays, MaxAttempts: opts.MaxAttempts, Concurrency: opts.Concurrency,
+		Target: target, Order: c.Compare, Delays: delays, MaxAttempts: opts.MaxAttempts, Concurrency: opts.Concurrency,
 		Ordered: opts.Ordered, MaxPending: opts.MaxPending, State: st, DeadLetter: paths.deadLetter,
 	}
 	if opts.Sync == "checkpoint" {
@@ -350,12 +350,12 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 			}
 			for _, it := range b.Items {
 				select {
-				case events <- forward.Event{Cursor: it.Cursor, Data: asCloudEvent(node, it)}:
+				case events <- forward.Event{Cursor: it.Cursor, Pos: it.Pos, Data: asCloudEvent(node, it)}:
 				case <-rctx.Done():
 					return rctx.Err()
 				}
 			}
-			if b.Cursor != "" && (len(b.Items) == 0 || b.Items[len(b.Items)-1].Cursor != b.Cursor) {
+			if b.Cursor != "" && (len(b.Items) == 0 || client.PosOf(b.Items[len(b.Items)-1]) != b.Cursor) {
 				select {
 				case events <- forward.Event{Cursor: b.Cursor}: // nothing to deliver up to here
 				case <-rctx.Done():

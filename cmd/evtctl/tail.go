@@ -222,7 +222,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		written += len(items)
 		cur := b.Cursor
 		if len(items) < len(b.Items) {
-			cur = strings.Clone(items[len(items)-1].Cursor) // --count cut the batch (a copy: items die with fn)
+			cur = strings.Clone(client.PosOf(items[len(items)-1])) // --count cut the batch (a copy: items die with fn)
 		}
 		if err := ck.update(cur, false); err != nil {
 			return err

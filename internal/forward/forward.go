@@ -50,14 +50,30 @@ const (
 // Event is one item read from the log.
 type Event struct {
 	Cursor string
+	// Pos is the position right after the event, where it is not the cursor (a log of
+	// partitions): what the checkpoint records once the event and those before it are
+	// settled. "" means Cursor.
+	Pos string
 	// Data is the CloudEvent in JSON format. Nil marks a position only: everything up to
-	// Cursor has been read and nothing there is to be delivered (the checkpoint may pass it).
+	// Cursor (or Pos) has been read and nothing there is to be delivered (the checkpoint may
+	// pass it).
 	Data []byte
+}
+
+// position is where a reader stands once the event is settled.
+func (e Event) position() string {
+	if e.Pos != "" {
+		return e.Pos
+	}
+	return e.Cursor
 }
 
 // Options configure a Forwarder.
 type Options struct {
 	Target Target
+	// Order orders the log's cursors and positions (the client's Compare); nil orders
+	// them as the events method's cursors are ordered.
+	Order func(a, b string) int
 	// Delays are the retry tiers' maturity delays: an event that failed n times waits
 	// Delays[n-1] (the last one once n is past the list). Nil means DefaultDelays.
 	Delays []time.Duration
@@ -230,6 +246,12 @@ func New(opts Options) (*Forwarder, error) {
 	if opts.State != nil && opts.Checkpoint == nil {
 		return nil, errors.New("a State needs a Checkpoint: the journal is pruned as the checkpoint moves")
 	}
+	if opts.Order == nil {
+		opts.Order = cursor.CompareText
+	}
+	if opts.State != nil {
+		opts.State.order = opts.Order
+	}
 	policy := deliver.WebhookPolicy()
 	policy.Backoff = deliver.Backoff{Tiers: opts.Delays, MaxAttempts: opts.MaxAttempts}
 	policy.FirstContactFinal = true // see UnreachableError
@@ -348,7 +370,7 @@ func (f *Forwarder) Run(ctx context.Context, src <-chan Event) error {
 		defer dl.close()
 	}
 	r := &run{
-		f: f, opts: opts, skip: map[string]bool{},
+		f: f, opts: opts, skip: map[string]bool{}, retry: retryHeap{order: opts.Order},
 		results: make(chan workResult, opts.Concurrency),
 		reqs:    make(chan persistReq), acks: make(chan persistAck),
 	}
@@ -483,7 +505,7 @@ func (r *run) nextWake(now time.Time) time.Duration {
 		wake = r.graceEnd
 	}
 	if !r.stopping && r.retry.Len() > 0 && r.slots < r.opts.Concurrency {
-		wake = earlier(wake, later(r.retry[0].due, r.pausedUntil)) // not before a pause ends
+		wake = earlier(wake, later(r.retry.ds[0].due, r.pausedUntil)) // not before a pause ends
 	}
 	if !r.stopping && r.pausedUntil.After(now) {
 		wake = earlier(wake, r.pausedUntil)
@@ -505,11 +527,11 @@ func earlier(a, b time.Time) time.Time {
 func (r *run) receive(ev Event) {
 	if ev.Data == nil || r.skip[ev.Cursor] {
 		delete(r.skip, ev.Cursor)
-		r.tr.add(ev.Cursor, true)
+		r.tr.add(ev.position(), true)
 		return
 	}
 	d := newDelivery(ev.Cursor, ev.Data)
-	d.seq, d.tracked = r.tr.add(ev.Cursor, false), true
+	d.seq, d.tracked = r.tr.add(ev.position(), false), true
 	r.peek = d
 }
 
@@ -526,7 +548,7 @@ func (r *run) dispatch(now time.Time) {
 
 // pick chooses what to send next: a due retry or a new event, in turn when both wait.
 func (r *run) pick(now time.Time) *delivery {
-	retryDue := r.retry.Len() > 0 && !r.retry[0].due.After(now)
+	retryDue := r.retry.Len() > 0 && !r.retry.ds[0].due.After(now)
 	if r.opts.Ordered {
 		// One at a time, and nothing new while an older event waits for a retry.
 		switch {
@@ -750,8 +772,8 @@ func (f *Forwarder) persist(req persistReq, dl *deadLetters) error {
 	return nil
 }
 
-// tracker follows the events read, in order, and keeps the watermark: the cursor up to which
-// every event is settled.
+// tracker follows the events read, in order, and keeps the watermark: the position up to
+// which every event is settled.
 type tracker struct {
 	first uint64 // the seq of items[0]
 	items []trackItem
@@ -759,13 +781,13 @@ type tracker struct {
 }
 
 type trackItem struct {
-	cursor  string
+	pos     string
 	settled bool
 }
 
-func (t *tracker) add(cursor string, settled bool) uint64 {
+func (t *tracker) add(pos string, settled bool) uint64 {
 	seq := t.first + uint64(len(t.items))
-	t.items = append(t.items, trackItem{cursor, settled})
+	t.items = append(t.items, trackItem{pos, settled})
 	t.advance()
 	return seq
 }
@@ -778,7 +800,7 @@ func (t *tracker) settle(seq uint64) {
 func (t *tracker) advance() {
 	i := 0
 	for i < len(t.items) && t.items[i].settled {
-		t.mark = t.items[i].cursor
+		t.mark = t.items[i].pos
 		i++
 	}
 	if i > 0 {
@@ -790,22 +812,24 @@ func (t *tracker) advance() {
 
 func (t *tracker) len() int { return len(t.items) }
 
-// retryHeap orders the events waiting for a retry by when they are due.
-type retryHeap []*delivery
-
-func (h retryHeap) Len() int { return len(h) }
-func (h retryHeap) Less(i, j int) bool {
-	if !h[i].due.Equal(h[j].due) {
-		return h[i].due.Before(h[j].due)
-	}
-	return cursor.CompareText(h[i].cursor, h[j].cursor) < 0
+// retryHeap orders the events waiting for a retry by when they are due, then in log order.
+type retryHeap struct {
+	ds    []*delivery
+	order func(a, b string) int
 }
-func (h retryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *retryHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }
+
+func (h *retryHeap) Len() int { return len(h.ds) }
+func (h *retryHeap) Less(i, j int) bool {
+	if !h.ds[i].due.Equal(h.ds[j].due) {
+		return h.ds[i].due.Before(h.ds[j].due)
+	}
+	return h.order(h.ds[i].cursor, h.ds[j].cursor) < 0
+}
+func (h *retryHeap) Swap(i, j int) { h.ds[i], h.ds[j] = h.ds[j], h.ds[i] }
+func (h *retryHeap) Push(x any)   { h.ds = append(h.ds, x.(*delivery)) }
 func (h *retryHeap) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
+	d := h.ds[len(h.ds)-1]
+	h.ds[len(h.ds)-1] = nil
+	h.ds = h.ds[:len(h.ds)-1]
 	return d
 }
