@@ -50,6 +50,9 @@ import (
 //     come on idle connections, and parks those it can without reading the log (a long-poll
 //     that asks what another call has just found nothing for), leaving the rest to the
 //     workers: it never waits on the log, so a slow read holds up no other connection.
+//   - never waits for a worker, in the event loop, the timer or a head's watcher: their work
+//     is queued (taskQueue), and once maxQueuedReads requests wait for a worker, the event
+//     loop hands further ones to net/http.
 //
 // TLS connections are not parked: their requests come through crypto/tls, and net/http
 // serves them as before. Neither are HTTP/1.0 requests nor the calls of a JSON-RPC batch.
@@ -101,7 +104,7 @@ type parker struct {
 	poll    *rawpoll.Poller
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
-	tasks   chan parkTask
+	tasks   taskQueue
 	slack   chan struct{} // a worker found no task waiting
 	done    chan struct{} // closed to stop the event loop and the timer
 	loops   sync.WaitGroup
@@ -165,7 +168,6 @@ func newParker(s *Server) *parker {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &parker{
 		s: s, poll: poll, ctx: ctx, cancel: cancel,
-		tasks:   make(chan parkTask, 4096),
 		slack:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		lists:   make(map[<-chan struct{}]*waitList),
@@ -176,6 +178,7 @@ func newParker(s *Server) *parker {
 		getLat:  s.metrics.latency.WithLabelValues("events_get"),
 	}
 	p.dl.init()
+	p.tasks.init()
 	workers := make([]*worker, max(2, runtime.GOMAXPROCS(0))+1) // the last one the event loop's
 	for i := range workers {
 		workers[i] = &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
@@ -467,18 +470,20 @@ func (p *parker) observe(c *call, now time.Time) {
 	p.rpcOK.Inc()
 }
 
-// dispatch hands connections to the workers, a task at a time: up to taskSize in a task, but
-// a connection to read a request on alone, so that a read of the log that hangs holds up no
-// other connection's request while a worker is free.
-func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
-	size := taskSize
-	if kind == taskRead {
-		size = 1
-	}
-	for len(pcs) > 0 {
-		n := min(len(pcs), size)
-		p.tasks <- parkTask{kind: kind, pcs: append([]*pconn(nil), pcs[:n]...)}
-		pcs = pcs[n:]
+// dispatch hands connections to the workers, taskSize to a task, without waiting for them:
+// the wakes and expiries of any number of connections are queued.
+func (p *parker) dispatch(kind taskKind, pcs []*pconn) { p.tasks.put(kind, pcs) }
+
+// dispatchReads hands connections whose requests read the log to the workers, a connection
+// to a task, so that a read that hangs holds up no other connection's request while a
+// worker is free. Once maxQueuedReads wait for a worker (every worker stuck in a read of a
+// log that does not answer), it hands the others to net/http, which serves each request in
+// a goroutine of its own: the caller never waits for a worker.
+func (p *parker) dispatchReads(pcs []*pconn) {
+	for _, pc := range p.tasks.putReads(pcs) {
+		b := pc.buf
+		pc.buf = nil
+		p.handBack(pc, b)
 	}
 }
 
@@ -499,7 +504,7 @@ func (p *parker) eventLoop(lw *worker) {
 	pause := time.NewTimer(time.Hour)
 	pause.Stop()
 	for {
-		if len(p.tasks) > 0 {
+		if p.tasks.len() > 0 {
 			backlog.Reset(backlogWait)
 			select {
 			case <-p.slack:
@@ -560,7 +565,7 @@ func (p *parker) eventLoop(lw *worker) {
 			}
 		}
 		reads = toWorkers
-		p.dispatch(taskRead, toWorkers)
+		p.dispatchReads(toWorkers)
 		if took > 0 && len(toWorkers) == 0 {
 			pause.Reset(gatherPause)
 			select {
@@ -635,8 +640,111 @@ func (p *parker) shutdown() {
 	_ = p.poll.Close()
 	close(p.done)
 	p.loops.Wait()
-	close(p.tasks)
+	p.tasks.close()
 	p.cancel()
+}
+
+// --- the workers' queue -------------------------------------------------------------------------
+
+// maxQueuedReads bounds the connections whose requests wait for a worker: past it, they go
+// to net/http (dispatchReads).
+const maxQueuedReads = 4096
+
+// taskQueue holds the workers' tasks, first in first out. Putting a task in never waits:
+// nothing that watches connections, heads or deadlines may wait for a worker, which may be
+// stuck in a read of the log. It holds no more than a task per connection the parker holds
+// (a connection is in one task at a time), and reads up to maxQueuedReads.
+type taskQueue struct {
+	mu     sync.Mutex
+	more   sync.Cond // signalled when a task is put, broadcast when closed
+	tasks  []parkTask
+	head   int // tasks[head:] wait
+	reads  int // connections in the read tasks waiting
+	closed bool
+}
+
+func (q *taskQueue) init() { q.more.L = &q.mu }
+
+// put queues tasks of up to taskSize of pcs.
+func (q *taskQueue) put(kind taskKind, pcs []*pconn) {
+	if len(pcs) == 0 {
+		return
+	}
+	q.mu.Lock()
+	for len(pcs) > 0 {
+		n := min(len(pcs), taskSize)
+		q.tasks = append(q.tasks, parkTask{kind: kind, pcs: append([]*pconn(nil), pcs[:n]...)})
+		pcs = pcs[n:]
+		q.more.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// putReads queues a read task for each of pcs while fewer than maxQueuedReads wait, and
+// returns those it did not queue.
+func (q *taskQueue) putReads(pcs []*pconn) (rest []*pconn) {
+	if len(pcs) == 0 {
+		return nil
+	}
+	q.mu.Lock()
+	n := min(len(pcs), max(0, maxQueuedReads-q.reads))
+	for _, pc := range pcs[:n] {
+		q.tasks = append(q.tasks, parkTask{kind: taskRead, pcs: []*pconn{pc}})
+		q.more.Signal()
+	}
+	q.reads += n
+	q.mu.Unlock()
+	return pcs[n:]
+}
+
+// take waits for a task and takes it; last says the queue is empty now. ok is false once the
+// queue is closed and empty.
+func (q *taskQueue) take() (t parkTask, last, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.head == len(q.tasks) {
+		if q.closed {
+			return parkTask{}, false, false
+		}
+		q.more.Wait()
+	}
+	t = q.tasks[q.head]
+	q.tasks[q.head] = parkTask{}
+	q.head++
+	if t.kind == taskRead {
+		q.reads -= len(t.pcs)
+	}
+	switch {
+	case q.head == len(q.tasks):
+		q.tasks, q.head = q.tasks[:0], 0
+	case q.head >= 1024 && q.head*2 >= len(q.tasks):
+		n := copy(q.tasks, q.tasks[q.head:])
+		clear(q.tasks[n:])
+		q.tasks, q.head = q.tasks[:n], 0
+	}
+	return t, q.head == len(q.tasks), true
+}
+
+// len is the number of tasks waiting.
+func (q *taskQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.tasks) - q.head
+}
+
+// queuedReads is the number of connections whose requests wait for a worker.
+func (q *taskQueue) queuedReads() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.reads
+}
+
+// close ends the workers once the tasks queued are done; nothing is put after it.
+func (q *taskQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.more.Broadcast()
+	q.mu.Unlock()
 }
 
 // --- workers ----------------------------------------------------------------------------------
@@ -671,8 +779,12 @@ const readBufSize = 4096
 func (w *worker) work() {
 	defer w.dropRing()
 	p := w.p
-	for t := range p.tasks {
-		if len(p.tasks) == 0 {
+	for {
+		t, last, ok := p.tasks.take()
+		if !ok {
+			return
+		}
+		if last {
 			select {
 			case p.slack <- struct{}{}:
 			default:
@@ -685,6 +797,11 @@ func (w *worker) work() {
 		for _, pc := range t.pcs {
 			switch t.kind {
 			case taskRead:
+				if pc.hup.Load() {
+					// Its client gave up while the request waited for a worker.
+					p.close(pc)
+					continue
+				}
 				w.serve(pc)
 			case taskWake:
 				w.wake(pc)
@@ -1001,7 +1118,7 @@ func (p *parker) closesAfter(c *call) bool { return c.close || p.closing.Load() 
 // idle.
 func (w *worker) next(pc *pconn) {
 	if (len(pc.buf) > 0 || w.p.idle(pc)) && w.serve(pc) {
-		w.p.dispatch(taskRead, []*pconn{pc})
+		w.p.dispatchReads([]*pconn{pc})
 	}
 }
 

@@ -697,3 +697,116 @@ func TestParkedLongPollsPastAStuckRead(t *testing.T) {
 		t.Fatalf("the long-poll parked past the stuck reads, once woken: %s", abbrev(b))
 	}
 }
+
+// A log whose reads all hang (a store out of reach) holds up nothing but those reads: with
+// every worker stuck in one and more long-polls than the workers' queue holds, new
+// connections are still read, /healthz and ingest answer on them, the deadlines of waits and
+// idle connections still run out, and once the log answers again the calls held up are
+// answered.
+func TestStuckReadsHoldUpNoNewConnection(t *testing.T) {
+	skipUnlessParking(t)
+	// Not parallel: the long-polls take thousands of open files.
+	workers := max(2, runtime.GOMAXPROCS(0))
+	polls := server.MaxQueuedReads + workers + 1 + 200 // more than the workers and their queue take
+	if limit := openFileLimit(t); limit < uint64(2*polls+1000) {
+		t.Skipf("%d long-polls need about %d open files; the limit is %d", polls, 2*polls+1000, limit)
+	}
+	l := openLog(t, eventlog.Options{})
+	gs := &gatedStore{Store: l}
+	n := serveNodeWith(t, server.Config{Store: gs, MaxWaiters: 2}, l, true, func(hs *http.Server) {
+		hs.IdleTimeout = 300 * time.Millisecond
+	})
+	t.Cleanup(gs.open)
+	head := n.ingest(ceJSON("/s", "0", "s.t", 0)).Cursor
+	// A waiter whose finding (nothing after head) later calls asking the same take without a
+	// read of their own.
+	same := `{"after":"` + head + `","waitTime":30000000000}`
+	first := dialWire(t, n)
+	first.send(rpcPoll(1, same))
+	waitForWaiters(t, n, 1)
+
+	gs.shut()
+	addr := n.ts.Listener.Addr().String()
+	var mu sync.Mutex
+	var flood []net.Conn
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < polls; i += 4 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- fmt.Errorf("long-poll %d: %w", i, err)
+					return
+				}
+				mu.Lock()
+				flood = append(flood, c)
+				mu.Unlock()
+				// Each asks its own question: no two share a read.
+				q := fmt.Sprintf(`{"after":"%s","filter":{"query":"tm.event = 'f%d'"},"waitTime":30000000000}`, head, i)
+				if _, err := io.WriteString(c, rpcPoll(i, q)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	t.Cleanup(func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	})
+	for err := range errs {
+		t.Fatal(err)
+	}
+	waitUntil(t, "every worker's read hangs", func() bool { return gs.inFlight.Load() >= int32(workers) })
+	waitUntil(t, "the workers' queue is full", func() bool { return server.QueuedReads(n.srv) >= server.MaxQueuedReads })
+
+	probe := dialWire(t, n)
+	probe.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+	if resp, b := probe.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz on a new connection while reads hang: HTTP %d %s", resp.StatusCode, b)
+	}
+
+	// A long-poll net/http reads (its body is chunked) and parks, whose wait runs out.
+	via := dialWire(t, n)
+	body := `{"jsonrpc":"2.0","id":2,"method":"events","params":{"after":"` + head + `","waitTime":"50ms"}}`
+	via.send("POST / HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		strconv.FormatInt(int64(len(body)), 16) + "\r\n" + body + "\r\n0\r\n\r\n")
+	waitForWaiters(t, n, 2)
+	// A long-poll over --max-waiters, answered at once; its connection then idles past the
+	// idle timeout, whose deadline comes after that wait's.
+	idle := dialWire(t, n)
+	idle.send(rpcPoll(3, same))
+	if _, b := idle.reply(); !bytes.Contains(b, []byte(`"code":-32000`)) {
+		t.Fatalf("a long-poll over --max-waiters: %s", abbrev(b))
+	}
+	if !idle.closed() {
+		t.Fatal("an idle connection outlived its idle timeout while reads hang")
+	}
+	// The wait that ran out was taken off its list by then: the append below does not wake it.
+
+	producer := dialWire(t, n)
+	ev := ceJSON("/s", "1", "s.t", 1)
+	producer.send("POST /events HTTP/1.1\r\nHost: node\r\nContent-Type: application/cloudevents+json\r\nContent-Length: " +
+		strconv.Itoa(len(ev)) + "\r\n\r\n" + ev)
+	if resp, b := producer.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingest on a new connection while reads hang: HTTP %d %s", resp.StatusCode, b)
+	}
+
+	// Their clients give up; the log answers again.
+	for _, c := range flood {
+		c.Close()
+	}
+	gs.open()
+	if _, b := via.reply(); !bytes.Contains(b, []byte(`"id":2`)) || len(rpcResult(t, b).Items) != 0 {
+		t.Fatalf("the wait that ran out, once the log answers: %s", abbrev(b))
+	}
+	if _, b := first.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("the waiter woken by the ingest, once the log answers: %s", abbrev(b))
+	}
+}
