@@ -493,9 +493,11 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: waking waiting readers and finishing requests in progress")
-	srv.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutting down: replies to long-polls still being written at the deadline were cut off", "err", err)
+	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
 	}

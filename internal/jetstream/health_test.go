@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -43,7 +44,7 @@ func TestHealthFailsWhenReadsFail(t *testing.T) {
 	h := evserver.New(evserver.Config{Store: st})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
-	defer h.Shutdown()
+	defer h.Shutdown(context.Background())
 	if _, err := st.Read(ctx, eventlog.Query{Max: 1}); err == nil {
 		t.Fatal("a read without permission for direct gets succeeded")
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,10 +99,18 @@ type call struct {
 	due   time.Time       // when its wait runs out
 }
 
+// poller watches the connections the parker holds (rawpoll.Poller).
+type poller interface {
+	Add(fd int, key uint64) error
+	Del(fd int) error
+	Wait(evs []rawpoll.Event) (int, error)
+	Close() error
+}
+
 type parker struct {
 	s       *Server
 	rings   bool // workers send replies through io_uring rings of their own
-	poll    *rawpoll.Poller
+	poll    poller
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
 	tasks   taskQueue
@@ -109,9 +118,11 @@ type parker struct {
 	done    chan struct{} // closed to stop the event loop and the timer
 	loops   sync.WaitGroup
 	closing atomic.Bool // mirrors closed, for reads outside mu
+	off     atomic.Bool // mirrors failed, for reads outside mu
 
 	mu      sync.Mutex
 	closed  bool
+	failed  bool     // the poller failed: the parker takes no connection and holds none
 	conns   []*pconn // by slot
 	free    []uint32
 	gen     uint32
@@ -154,7 +165,10 @@ const gatherPause = time.Millisecond
 // its work, few enough to share a wake among the workers.
 const taskSize = 32
 
-var errParkerClosed = errors.New("the node is shutting down")
+var (
+	errParkerClosed = errors.New("the node is shutting down")
+	errParkerOff    = errors.New("long-polls wait in the HTTP server: the connections' poller failed")
+)
 
 // newParker starts a parker for s, or returns nil where connections cannot be watched.
 func newParker(s *Server) *parker {
@@ -165,6 +179,11 @@ func newParker(s *Server) *parker {
 		}
 		return nil
 	}
+	return startParker(s, poll)
+}
+
+// startParker starts a parker for s that watches connections with poll.
+func startParker(s *Server, poll poller) *parker {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &parker{
 		s: s, poll: poll, ctx: ctx, cancel: cancel,
@@ -227,8 +246,11 @@ func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.failed {
 		_ = rawpoll.Close(fd)
+		if p.failed {
+			return nil, errParkerOff
+		}
 		return nil, errParkerClosed
 	}
 	var slot uint32
@@ -293,6 +315,11 @@ func (p *parker) idle(pc *pconn) bool {
 		p.close(pc)
 		return false
 	}
+	if p.failed {
+		p.mu.Unlock()
+		p.handBack(pc, nil)
+		return false
+	}
 	if pc.in.Load() || pc.hup.Load() {
 		p.mu.Unlock()
 		return true
@@ -314,7 +341,10 @@ func (p *parker) close(pc *pconn) {
 // not served.
 func (p *parker) handBack(pc *pconn, unread []byte) {
 	p.mu.Lock()
-	err := p.poll.Del(pc.fd)
+	var err error
+	if !p.failed { // else the poller is closed, and watches nothing
+		err = p.poll.Del(pc.fd)
+	}
 	p.releaseLocked(pc)
 	p.mu.Unlock()
 	var c *net.TCPConn
@@ -367,7 +397,7 @@ type waitList struct {
 // runs out or its client hangs up.
 func (p *parker) park(pc *pconn) {
 	p.mu.Lock()
-	if !p.closed && !pc.hup.Load() {
+	if !p.closed && !p.failed && !pc.hup.Load() {
 		pc.state = connParked
 		ch := pc.call.pl.changed
 		wl := p.lists[ch]
@@ -386,9 +416,10 @@ func (p *parker) park(pc *pconn) {
 		p.mu.Unlock()
 		return
 	}
-	closed := p.closed
+	answer := p.closed || p.failed
 	p.mu.Unlock()
-	if closed {
+	if answer {
+		// Nothing waits any more: the call is answered with what it has.
 		(&worker{p: p}).expire(pc)
 	} else {
 		p.hangUp(pc)
@@ -515,6 +546,9 @@ func (p *parker) eventLoop(lw *worker) {
 		}
 		n, err := p.poll.Wait(evs)
 		if err != nil {
+			if !p.closing.Load() {
+				p.fail(err)
+			}
 			return
 		}
 		reads, gone = reads[:0], gone[:0]
@@ -606,11 +640,44 @@ func (p *parker) timerLoop() {
 	}
 }
 
+// fail switches the parker off after its poller failed: without it, the parker cannot
+// tell when a client sends or hangs up. Every waiting call is answered at once (with what
+// it has, as a wait that runs out is) and its connection handed to net/http, as are idle
+// connections at once and busy ones once their request is answered; no connection is taken
+// from now on, and long-polls wait in their requests' goroutines.
+func (p *parker) fail(err error) {
+	p.s.log.Error("long-polls wait in the HTTP server from now on: watching their connections failed", "err", err)
+	var waits, idles []*pconn
+	p.mu.Lock()
+	p.failed = true
+	p.off.Store(true)
+	_ = p.poll.Close()
+	for ch, wl := range p.lists {
+		waits = p.takeListLocked(wl, waits)
+		delete(p.lists, ch)
+		close(wl.gone)
+	}
+	for _, pc := range p.conns {
+		if pc != nil && pc.state == connIdle {
+			p.dl.remove(pc)
+			pc.state = connBusy
+			idles = append(idles, pc)
+		}
+	}
+	p.mu.Unlock()
+	for _, pc := range idles {
+		b := pc.buf
+		pc.buf = nil
+		p.handBack(pc, b)
+	}
+	p.dispatch(taskExpire, waits)
+}
+
 // shutdown answers every waiting call at once (with what it has, as a wait that runs out
 // does), closes idle connections, and returns once the parker holds no connection but those
 // whose reply is still being written (within the write timeout) to a client that does not
-// read it; or after a few seconds, when a read of the log holds a worker up.
-func (p *parker) shutdown() {
+// read it; or when ctx ends first (a read of the log holding a worker up), with its error.
+func (p *parker) shutdown(ctx context.Context) error {
 	var waits, idles []*pconn
 	p.mu.Lock()
 	p.closed = true
@@ -632,16 +699,18 @@ func (p *parker) shutdown() {
 		p.close(pc)
 	}
 	p.dispatch(taskExpire, waits)
+	var err error
 	select {
 	case <-p.drained:
-	case <-time.After(5 * time.Second):
-		p.s.log.Warn("shutting down: replies to long-polls still being written were left")
+	case <-ctx.Done():
+		err = fmt.Errorf("long-polls still being answered were left: %w", ctx.Err())
 	}
 	_ = p.poll.Close()
 	close(p.done)
 	p.loops.Wait()
 	p.tasks.close()
 	p.cancel()
+	return err
 }
 
 // --- the workers' queue -------------------------------------------------------------------------
@@ -1117,6 +1186,12 @@ func (p *parker) closesAfter(c *call) bool { return c.close || p.closing.Load() 
 // next serves pc after a reply: a pipelined request, or input that has come, else it waits
 // idle.
 func (w *worker) next(pc *pconn) {
+	if w.p.off.Load() {
+		b := pc.buf
+		pc.buf = nil
+		w.p.handBack(pc, b)
+		return
+	}
 	if (len(pc.buf) > 0 || w.p.idle(pc)) && w.serve(pc) {
 		w.p.dispatchReads([]*pconn{pc})
 	}
@@ -1267,7 +1342,7 @@ const tickWidth = int64(5 * time.Millisecond)
 type deadlines struct {
 	epoch   time.Time // ticks count from here, on the monotonic clock
 	buckets map[int64]*bucket
-	ticks   []int64 // a min-heap of the buckets' ticks
+	ticks   tickHeap // the buckets' ticks
 	timer   *time.Timer
 	armed   int64 // the tick the timer is set for, when set
 	set     bool
@@ -1289,7 +1364,7 @@ func (d *deadlines) add(pc *pconn, at time.Time) {
 	if b == nil {
 		b = &bucket{}
 		d.buckets[t] = b
-		d.push(t)
+		heap.Push(&d.ticks, t)
 		if !d.set || t < d.armed {
 			d.arm(t)
 		}
@@ -1328,7 +1403,7 @@ func (d *deadlines) due(now time.Time) []*pconn {
 	var out []*pconn
 	nt := int64(now.Sub(d.epoch)) / tickWidth
 	for len(d.ticks) > 0 && d.ticks[0] <= nt {
-		t := d.pop()
+		t := heap.Pop(&d.ticks).(int64)
 		b := d.buckets[t]
 		delete(d.buckets, t)
 		for pc := b.head; pc != nil; {
@@ -1345,40 +1420,17 @@ func (d *deadlines) due(now time.Time) []*pconn {
 	return out
 }
 
-func (d *deadlines) push(t int64) {
-	h := append(d.ticks, t)
-	for i := len(h) - 1; i > 0; {
-		up := (i - 1) / 2
-		if h[up] <= h[i] {
-			break
-		}
-		h[up], h[i] = h[i], h[up]
-		i = up
-	}
-	d.ticks = h
-}
+// tickHeap is a min-heap of ticks (container/heap).
+type tickHeap []int64
 
-func (d *deadlines) pop() int64 {
-	h := d.ticks
-	t := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, least := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l] < h[least] {
-			least = l
-		}
-		if r < len(h) && h[r] < h[least] {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	d.ticks = h
+func (h tickHeap) Len() int           { return len(h) }
+func (h tickHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h tickHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *tickHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *tickHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
 	return t
 }
 
@@ -1440,7 +1492,7 @@ func (s *Server) Attach(hs *http.Server, ln net.Listener) net.Listener {
 		}
 		return ctx
 	}
-	hs.RegisterOnShutdown(s.Shutdown)
+	hs.RegisterOnShutdown(func() { _ = s.Shutdown(context.Background()) })
 	go l.acceptLoop()
 	return l
 }
@@ -1535,7 +1587,7 @@ func (s *Server) parkVia(r *http.Request) *parkListener {
 		return nil
 	}
 	l, _ := r.Context().Value(parkKey{}).(*parkListener)
-	if l == nil || l.p.closing.Load() {
+	if l == nil || l.p.closing.Load() || l.p.off.Load() {
 		return nil
 	}
 	return l
@@ -1565,15 +1617,21 @@ func (s *Server) parkRequest(w http.ResponseWriter, r *http.Request, via *parkLi
 	pending = append(bytes.Clone(pending), bc.prefix...)
 	pc, err := via.p.adopt(bc.TCPConn, via, pending, false)
 	if err != nil {
-		// The node is shutting down: answer with what there is, and close.
-		c.close = true
+		// The node is shutting down, or the parker cannot take the connection: answer
+		// with what there is, then close it, or hand it back to net/http.
+		closeAfter := c.close || errors.Is(err, errParkerClosed)
 		now := time.Now()
-		b := via.p.appendReply(nil, &c, s.emptyPage(c.pl), nil, true, now)
+		b := via.p.appendReply(nil, &c, s.emptyPage(c.pl), nil, closeAfter, now)
 		s.endPoll(c.pl)
 		via.p.observe(&c, now)
 		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		_, _ = conn.Write(b)
-		conn.Close()
+		_, err = conn.Write(b)
+		if err != nil || closeAfter {
+			conn.Close()
+			return true
+		}
+		_ = conn.SetWriteDeadline(time.Time{})
+		via.deliver(&backConn{TCPConn: bc.TCPConn, prefix: pending, via: via})
 		return true
 	}
 	pc.call = c

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -199,7 +200,7 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 	waitForWaiters(t, n, 3)
 	waitForParked(t, n, 4)
 
-	n.srv.Shutdown()
+	n.srv.Shutdown(context.Background())
 	for name, w := range map[string]*wire{"rpc": rpc, "get": get, "via net/http": via} {
 		resp, b := w.reply()
 		var r result
@@ -394,7 +395,7 @@ func TestLongPollOverTLS(t *testing.T) {
 	ts.Listener = srv.Attach(ts.Config, ts.Listener)
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	n := &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 	head := n.ingest(ceJSON("/tls", "0", "tls.t", 0)).Cursor
 	ch := pollAsync(t.Context(), n, pollBody(`{"after":"`+head+`","waitTime":30000000000}`))
@@ -808,5 +809,131 @@ func TestStuckReadsHoldUpNoNewConnection(t *testing.T) {
 	}
 	if _, b := first.reply(); len(rpcResult(t, b).Items) != 1 {
 		t.Fatalf("the waiter woken by the ingest, once the log answers: %s", abbrev(b))
+	}
+}
+
+// logBuffer collects a node's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// When watching connections fails, the node says so and serves on through net/http: a
+// waiting long-poll is answered with what it has, and every connection, held or new, is
+// net/http's from then on, its long-polls waiting in their requests' goroutines.
+func TestPollerFailureHandsConnectionsToNetHTTP(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	l := openLog(t, eventlog.Options{})
+	var logs logBuffer
+	srv := server.New(server.Config{Store: l, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ts := httptest.NewUnstartedServer(srv)
+	var brk func(error)
+	ts.Listener, brk = server.AttachBreakable(srv, ts.Config, ts.Listener)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	n := &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
+
+	head := n.ingest(ceJSON("/p", "0", "p.t", 0)).Cursor
+	waiter := dialWire(t, n)
+	waiter.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
+	idle := dialWire(t, n)
+	idle.send(rpcPoll(2, `{"maxItems":1}`))
+	if _, b := idle.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("a read: %s", b)
+	}
+	waitForWaiters(t, n, 1)
+	waitForParked(t, n, 2)
+
+	brk(errors.New("injected poller failure"))
+	probe := dialWire(t, n) // its request is the event at which the poller fails
+	probe.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+	if resp, b := probe.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz on a new connection after the poller failed: HTTP %d %s", resp.StatusCode, b)
+	}
+	if resp, b := waiter.reply(); resp.Close || len(rpcResult(t, b).Items) != 0 {
+		t.Fatalf("the waiting long-poll, when the poller failed: close %v %s", resp.Close, b)
+	}
+	if !strings.Contains(logs.String(), "injected poller failure") || n.srv.Parks() {
+		t.Fatalf("after the poller failed: parks %v; log:\n%s", n.srv.Parks(), logs.String())
+	}
+	waitForParked(t, n, 0)
+
+	// The same connections and a new one, each long-polling in net/http now.
+	fresh := dialWire(t, n)
+	for i, w := range []*wire{waiter, idle, fresh} {
+		w.send(rpcPoll(10+i, `{"after":"`+head+`","waitTime":30000000000}`))
+	}
+	waitForWaiters(t, n, 3)
+	if n.srv.Parked() != 0 {
+		t.Fatalf("%d connections parked after the poller failed", n.srv.Parked())
+	}
+	added := n.ingest(ceJSON("/p", "1", "p.t", 1)).Cursor
+	for i, w := range []*wire{waiter, idle, fresh} {
+		if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":`+strconv.Itoa(10+i))) || rpcResult(t, b).Items[0].Cursor != added {
+			t.Fatalf("long-poll %d in net/http: %s", i, b)
+		}
+	}
+}
+
+// Shutdown waits for the calls the parker holds as long as its context lets it: while a read
+// of the log holds one up, it returns when the context ends, with its error; with time
+// enough, once the read ends and the call is answered.
+func TestShutdownWaitsAsItsContextSays(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
+			t.Parallel()
+			l := openLog(t, eventlog.Options{})
+			gs := &gatedStore{Store: l}
+			n := serveNode(t, server.Config{Store: gs}, l)
+			t.Cleanup(gs.open)
+			gs.shut()
+			w := dialWire(t, n)
+			w.send(rpcPoll(1, `{"maxItems":1}`))
+			waitUntil(t, "the read hangs", func() bool { return gs.inFlight.Load() == 1 })
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- n.srv.Shutdown(ctx) }()
+			waitUntil(t, "the node is shutting down", func() bool {
+				resp, _ := n.get("/healthz")
+				return resp.StatusCode == http.StatusServiceUnavailable
+			})
+			select {
+			case err := <-done:
+				t.Fatalf("Shutdown returned while a call was held up: %v", err)
+			default:
+			}
+			if cut {
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("Shutdown cut short: %v, want context.Canceled", err)
+				}
+				return
+			}
+			gs.open()
+			if err := <-done; err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			if resp, b := w.reply(); !resp.Close || len(rpcResult(t, b).Items) != 0 {
+				t.Fatalf("the call held up, once answered: close %v %s", resp.Close, b)
+			}
+		})
 	}
 }

@@ -177,17 +177,20 @@ func (s *Server) route(pattern, name string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Shutdown wakes every waiting long-poll, which answers at once with what it has. Call it
-// before http.Server.Shutdown so that waiting readers do not hold shutdown up. It returns
-// once the replies of parked long-polls are written (or after a few seconds, when a client
-// does not read its reply), and the connections the parker held between requests closed.
-func (s *Server) Shutdown() {
+// before http.Server.Shutdown, with the same context, so that waiting readers do not hold
+// shutdown up. It returns once the replies of parked long-polls are written and the
+// connections the parker held between requests closed, or when ctx ends first (a read of
+// the log holds a reply up), with ctx's error. Calls after the first return at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
 	s.quitOnce.Do(func() {
 		close(s.quit)
 		s.parkOnce.Do(func() {}) // none is started from now on
 		if p := s.park.Load(); p != nil {
-			p.shutdown()
+			err = p.shutdown(ctx)
 		}
 	})
+	return err
 }
 
 // parker returns the Server's parker, started at the first call; nil where connections
@@ -204,13 +207,17 @@ func (s *Server) parker() *parker {
 // Waiters is the number of long-polls waiting now.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
 
-// Parks says whether long-polls wait parked out of net/http (after Attach, on Linux).
-func (s *Server) Parks() bool { return s.park.Load() != nil }
+// Parks says whether long-polls wait parked out of net/http (after Attach, on Linux, while
+// the connections can be watched).
+func (s *Server) Parks() bool {
+	p := s.park.Load()
+	return p != nil && !p.off.Load()
+}
 
 // SendsThroughRing says whether parked long-polls are answered through io_uring.
 func (s *Server) SendsThroughRing() bool {
 	p := s.park.Load()
-	return p != nil && p.rings
+	return p != nil && !p.off.Load() && p.rings
 }
 
 // Parked is the number of connections the parker holds out of net/http: those of waiting
