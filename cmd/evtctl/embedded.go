@@ -64,7 +64,6 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 		MaxWaiters: opts.MaxWaiters,
 		MaxItems:   opts.PageMax,
 		Version:    versionString(),
-		NoIOURing:  noIOURing(),
 	})
 	n := &embeddedNode{
 		URL:   "http://" + ln.Addr().String(),

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,9 +42,8 @@ import (
 //   - wakes the waiters of a head of the log when it moves (one goroutine per head, not per
 //     waiter); a bounded set of workers then re-reads for them (one read and one encoded
 //     page per distinct question, see sharedPage) and writes each reply whole, HTTP head
-//     included: the replies of up to taskSize waiters in one system call through an io_uring
-//     of the worker's (rawpoll.Ring), else one write(2) each; a reply the socket cannot take
-//     at once is finished by a goroutine of its own.
+//     included, with one write(2); a reply the socket cannot take at once is finished by a
+//     goroutine of its own.
 //   - reads the next request on a connection it has answered in the worker that wrote the
 //     reply, without going back to net/http; the event loop itself reads the requests that
 //     come on idle connections, and parks those it can without reading the log (a long-poll
@@ -109,7 +107,6 @@ type poller interface {
 
 type parker struct {
 	s       *Server
-	rings   bool // workers send replies through io_uring rings of their own
 	poll    poller
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
@@ -201,22 +198,6 @@ func startParker(s *Server, poll poller) *parker {
 	workers := make([]*worker, max(2, runtime.GOMAXPROCS(0))+1) // the last one the event loop's
 	for i := range workers {
 		workers[i] = &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
-	}
-	// Each worker's ring is made here, so that the node's open files are all there once
-	// Attach returns; where one cannot be made (an old kernel, a sandbox), none is used.
-	p.rings = !s.cfg.NoIOURing
-	for _, w := range workers {
-		if !p.rings {
-			break
-		}
-		var err error
-		if w.ring, err = rawpoll.NewRing(taskSize); err != nil {
-			s.log.Debug("replies to long-polls are written one system call each", "err", err)
-			p.rings = false
-			for _, w := range workers {
-				w.dropRing()
-			}
-		}
 	}
 	lw := workers[len(workers)-1]
 	lw.quick = true
@@ -527,7 +508,6 @@ func (p *parker) dispatchReads(pcs []*pconn) {
 // gather for gatherPause.
 func (p *parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
-	defer lw.dropRing()
 	evs := make([]rawpoll.Event, 256)
 	var reads, gone []*pconn
 	backlog := time.NewTimer(time.Hour)
@@ -588,14 +568,9 @@ func (p *parker) eventLoop(lw *worker) {
 		}
 		took := len(reads)
 		toWorkers := reads[:0] // filtered in place
-		for len(reads) > 0 {
-			chunk := reads[:min(len(reads), taskSize)]
-			reads = reads[len(chunk):]
-			lw.prefetch(chunk)
-			for _, pc := range chunk {
-				if pc != nil && lw.serve(pc) {
-					toWorkers = append(toWorkers, pc)
-				}
+		for _, pc := range reads {
+			if lw.serve(pc) {
+				toWorkers = append(toWorkers, pc)
 			}
 		}
 		reads = toWorkers
@@ -825,28 +800,12 @@ type worker struct {
 	in    []byte
 	out   []byte
 	quick bool // the event loop's: it leaves a call that would read the log to the workers
-
-	ring    *rawpoll.Ring // nil: replies are written with write(2), requests read with read(2)
-	sending [taskSize]pendingReply
-	recv    [taskSize][]byte // the event loop's: buffers of prefetch
-	got     [taskSize]bool
-}
-
-// pendingReply is a reply queued on a worker's ring.
-type pendingReply struct {
-	pc         *pconn
-	b          []byte
-	closeAfter bool
-	start      time.Time
-	res        int32
-	done       bool
 }
 
 // readBufSize bounds a request the parker reads: larger ones go to net/http.
 const readBufSize = 4096
 
 func (w *worker) work() {
-	defer w.dropRing()
 	p := w.p
 	for {
 		t, last, ok := p.tasks.take()
@@ -858,10 +817,6 @@ func (w *worker) work() {
 			case p.slack <- struct{}{}:
 			default:
 			}
-		}
-		if t.kind == taskWake && w.ring != nil {
-			w.wakeAll(t.pcs)
-			continue
 		}
 		for _, pc := range t.pcs {
 			switch t.kind {
@@ -1033,131 +988,6 @@ func (w *worker) reread(pc *pconn) (result, *rpcError, bool) {
 		res = w.p.s.emptyPage(pc.call.pl)
 	}
 	return res, rerr, true
-}
-
-// wakeAll wakes the calls of pcs as wake does, sending the replies of up to taskSize of them
-// in one system call on the worker's ring.
-func (w *worker) wakeAll(pcs []*pconn) {
-	for len(pcs) > 0 && w.ring != nil {
-		n := min(len(pcs), taskSize)
-		w.wakeSome(pcs[:n])
-		pcs = pcs[n:]
-	}
-	for _, pc := range pcs { // the ring has failed
-		w.wake(pc)
-	}
-}
-
-func (w *worker) wakeSome(pcs []*pconn) {
-	k := 0
-	for _, pc := range pcs {
-		res, rerr, ok := w.reread(pc)
-		if !ok {
-			continue
-		}
-		c := w.endCall(pc)
-		closeAfter := w.p.closesAfter(&c)
-		sr := &w.sending[k]
-		sr.b = w.compose(sr.b[:0], &c, res, rerr, closeAfter)
-		sr.pc, sr.closeAfter, sr.start, sr.done = pc, closeAfter, c.start, false
-		// The ring holds taskSize sends: this one is queued (were it not, it would have no
-		// result, and its connection would be closed below).
-		_ = w.ring.Send(pc.fd, sr.b, uint64(k))
-		k++
-	}
-	if k == 0 {
-		return
-	}
-	if err := w.ring.Submit(func(ud uint64, res int32) {
-		if ud < uint64(k) {
-			w.sending[ud].res, w.sending[ud].done = res, true
-		}
-	}); err != nil {
-		// Replies whose fate is unknown end with their connections (their clients ask
-		// again), and the worker writes with write(2) from now on.
-		w.p.s.log.Warn("sending replies to long-polls through io_uring failed; writing them one by one from now on", "err", err)
-		w.dropRing()
-	}
-	for i := range k {
-		sr := &w.sending[i]
-		pc := sr.pc
-		sr.pc = nil
-		if !sr.done {
-			w.p.close(pc)
-			continue
-		}
-		n, err := int(sr.res), error(nil)
-		if sr.res < 0 {
-			n, err = 0, syscall.Errno(-sr.res)
-			if err == syscall.EINVAL || err == syscall.EOPNOTSUPP {
-				// A kernel whose io_uring cannot send (before Linux 5.6).
-				w.dropRing()
-				n, err = rawpoll.Write(pc.fd, sr.b)
-			}
-		}
-		if w.p.written(pc, sr.b, n, err, sr.closeAfter, sr.start) == replied {
-			w.next(pc)
-		}
-		if cap(sr.b) > 4*readBufSize {
-			sr.b = nil
-		}
-	}
-}
-
-// prefetch reads the input that has come on pcs into their buf, one system call for them
-// all, for serve to take; a connection whose read finds nothing is left for serve to read.
-// A connection whose read's fate is unknown (io_uring_enter failed) is closed, its place in
-// pcs set to nil: its client asks again.
-func (w *worker) prefetch(pcs []*pconn) {
-	if w.ring == nil || len(pcs) < 2 {
-		return
-	}
-	queued := false
-	for i := range pcs {
-		w.got[i] = true
-	}
-	for i, pc := range pcs {
-		if len(pc.buf) > 0 {
-			continue
-		}
-		if w.recv[i] == nil {
-			w.recv[i] = make([]byte, readBufSize)
-		}
-		pc.in.Store(false)
-		if w.ring.Recv(pc.fd, w.recv[i], uint64(i)) != nil {
-			break
-		}
-		w.got[i], queued = false, true
-	}
-	if !queued {
-		return
-	}
-	err := w.ring.Submit(func(ud uint64, res int32) {
-		if ud < uint64(len(pcs)) {
-			w.got[ud] = true
-			if res > 0 {
-				pcs[ud].buf = w.recv[ud][:res]
-			}
-		}
-	})
-	if err != nil {
-		w.p.s.log.Warn("reading requests through io_uring failed; reading them one by one from now on", "err", err)
-		w.dropRing()
-		for i, pc := range pcs {
-			if !w.got[i] {
-				w.p.close(pc)
-				pcs[i] = nil
-			}
-		}
-	}
-}
-
-// dropRing has the worker write replies with write(2).
-func (w *worker) dropRing() {
-	if w.ring != nil {
-		_ = w.ring.Close()
-		w.ring = nil
-	}
 }
 
 // expire answers a waiting call with what it has.

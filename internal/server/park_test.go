@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
-	"github.com/evtctl/evtctl/internal/rawpoll"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
@@ -102,35 +101,6 @@ func rpcResult(t *testing.T, b []byte) *result {
 		t.Fatalf("no result: %s", b)
 	}
 	return r.Result
-}
-
-// sendPaths runs test on a node that sends the replies of woken long-polls through io_uring
-// and on one that writes them one write(2) each.
-func sendPaths(t *testing.T, test func(t *testing.T, cfg server.Config)) {
-	for _, path := range []struct {
-		name string
-		off  bool
-	}{{"io_uring", false}, {"write", true}} {
-		t.Run(path.name, func(t *testing.T) {
-			t.Parallel()
-			test(t, server.Config{NoIOURing: path.off})
-		})
-	}
-}
-
-// checkSendPath skips a test of the io_uring path where the kernel has none for this
-// process, and fails one whose node does not send as cfg says.
-func checkSendPath(t *testing.T, n *node, cfg server.Config) {
-	t.Helper()
-	switch ring := n.srv.SendsThroughRing(); {
-	case cfg.NoIOURing && ring:
-		t.Fatal("the node sends through io_uring with NoIOURing set")
-	case !cfg.NoIOURing && !ring:
-		if _, err := rawpoll.NewRing(8); err != nil {
-			t.Skipf("no io_uring here: %v", err)
-		}
-		t.Fatal("the node does not send through io_uring, which is there")
-	}
 }
 
 func waitForParked(t *testing.T, n *node, want int) {
@@ -230,12 +200,7 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 func TestKeepAliveAfterParkedWait(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testKeepAliveAfterParkedWait)
-}
-
-func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
-	n := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, n, cfg)
+	n := newMemNode(t)
 	head := n.ingest(ceJSON("/k", "0", "k.t", 0)).Cursor
 	w := dialWire(t, n)
 	w.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
@@ -318,13 +283,7 @@ func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
 func TestParkedRepliesAsNetHTTP(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testParkedRepliesAsNetHTTP)
-}
-
-func testParkedRepliesAsNetHTTP(t *testing.T, cfg server.Config) {
-	cfg.MaxWaiters = 1
-	parked := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, parked, cfg)
+	parked := newNode(t, server.Config{MaxWaiters: 1}, eventlog.Options{})
 	plain := newUnparkedNode(t, server.Config{MaxWaiters: 1})
 	event := ceJSON("/b", "0", "b.t", 0)
 	parked.ingest(event)
@@ -498,13 +457,7 @@ func TestParkedConnectionTimeouts(t *testing.T) {
 func TestParkedReplyToASlowReader(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testParkedReplyToASlowReader)
-}
-
-func testParkedReplyToASlowReader(t *testing.T, cfg server.Config) {
-	cfg.MaxItems = 500
-	n := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, n, cfg)
+	n := newNode(t, server.Config{MaxItems: 500}, eventlog.Options{})
 	pad := strings.Repeat("x", 8000)
 	var events []string
 	for i := range 300 {

@@ -62,9 +62,6 @@ type Config struct {
 	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
 	// the costliest filter.
 	ScanBudget int64
-	// NoIOURing has parked long-polls answered and read one write(2) and read(2) each,
-	// rather than many connections to an io_uring_enter.
-	NoIOURing bool
 }
 
 // Server is an http.Handler serving the node's API.
@@ -212,12 +209,6 @@ func (s *Server) Waiters() int64 { return s.waiters.Load() }
 func (s *Server) Parks() bool {
 	p := s.park.Load()
 	return p != nil && !p.off.Load()
-}
-
-// SendsThroughRing says whether parked long-polls are answered through io_uring.
-func (s *Server) SendsThroughRing() bool {
-	p := s.park.Load()
-	return p != nil && !p.off.Load() && p.rings
 }
 
 // Parked is the number of connections the parker holds out of net/http: those of waiting
