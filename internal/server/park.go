@@ -36,8 +36,9 @@ import (
 //     is handed to net/http with the bytes read so far, through the same listener's Accept;
 //     net/http takes a connection out again (Hijack) when a long-poll it serves must wait.
 //   - watches the connections it holds with epoll (edge-triggered, for input and hang-up),
-//     so that a waiting or idle connection has no goroutine, and a hang-up frees its slot
-//     among the waiters at once.
+//     waited on in a system call of its own rather than in Go's poller (rawpoll), so that a
+//     waiting or idle connection has no goroutine, input that comes while the event loop is
+//     busy wakes nothing, and a hang-up frees its slot among the waiters at once.
 //   - keeps the deadlines of waits, and of idle connections, in one timer's buckets.
 //   - wakes the waiters of a head of the log when it moves (one goroutine per head, not per
 //     waiter); a bounded set of workers then re-reads for them (one read and one encoded
@@ -111,7 +112,6 @@ type parker struct {
 	ctx     context.Context // of the reads made for parked calls
 	cancel  context.CancelFunc
 	tasks   taskQueue
-	slack   chan struct{} // a worker found no task waiting
 	done    chan struct{} // closed to stop the event loop and the timer
 	loops   sync.WaitGroup
 	closing atomic.Bool // mirrors closed, for reads outside mu
@@ -148,16 +148,6 @@ type parkTask struct {
 	pcs  []*pconn
 }
 
-// backlogWait bounds how long the event loop leaves events while the workers are busy.
-const backlogWait = 2 * time.Millisecond
-
-// gatherPause is how long the event loop lets requests gather after a look that left the
-// workers nothing, the long-polls it read parked by itself: pollers woken together ask again together, and one look for
-// many costs the node far less than a look each, which wakes a thread each time (a few
-// microseconds of the node's CPU on a virtual machine). A request on another connection
-// waits for it at most once.
-const gatherPause = time.Millisecond
-
 // taskSize is how many connections a task takes: enough to make a task's cost small beside
 // its work, few enough to share a wake among the workers.
 const taskSize = 32
@@ -184,7 +174,6 @@ func startParker(s *Server, poll poller) *parker {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &parker{
 		s: s, poll: poll, ctx: ctx, cancel: cancel,
-		slack:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		lists:   make(map[<-chan struct{}]*waitList),
 		drained: make(chan struct{}),
@@ -501,29 +490,12 @@ func (p *parker) dispatchReads(pcs []*pconn) {
 
 // eventLoop reads the poller's events: it reads the input that comes on an idle connection
 // and parks the long-polls it can without reading the log, leaving other calls to a worker;
-// a hang-up of a waiting connection ends its call. While the workers have tasks waiting (the
-// replies of a wake), it leaves events to gather, for up to backlogWait, so that replies go
-// out first and the requests that follow them are taken in larger batches; after a look
-// that left the workers nothing (the long-polls it read, it parked), it leaves requests to
-// gather for gatherPause.
+// a hang-up of a waiting connection ends its call. It never waits but for events.
 func (p *parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
 	evs := make([]rawpoll.Event, 256)
 	var reads, gone []*pconn
-	backlog := time.NewTimer(time.Hour)
-	backlog.Stop()
-	pause := time.NewTimer(time.Hour)
-	pause.Stop()
 	for {
-		if p.tasks.len() > 0 {
-			backlog.Reset(backlogWait)
-			select {
-			case <-p.slack:
-			case <-backlog.C:
-			case <-p.done:
-			}
-			backlog.Stop()
-		}
 		n, err := p.poll.Wait(evs)
 		if err != nil {
 			if !p.closing.Load() {
@@ -566,7 +538,6 @@ func (p *parker) eventLoop(lw *worker) {
 		for _, pc := range gone {
 			p.hangUp(pc)
 		}
-		took := len(reads)
 		toWorkers := reads[:0] // filtered in place
 		for _, pc := range reads {
 			if lw.serve(pc) {
@@ -575,14 +546,6 @@ func (p *parker) eventLoop(lw *worker) {
 		}
 		reads = toWorkers
 		p.dispatchReads(toWorkers)
-		if took > 0 && len(toWorkers) == 0 {
-			pause.Reset(gatherPause)
-			select {
-			case <-pause.C:
-			case <-p.done:
-			}
-			pause.Stop()
-		}
 	}
 }
 
@@ -741,14 +704,13 @@ func (q *taskQueue) putReads(pcs []*pconn) (rest []*pconn) {
 	return pcs[n:]
 }
 
-// take waits for a task and takes it; last says the queue is empty now. ok is false once the
-// queue is closed and empty.
-func (q *taskQueue) take() (t parkTask, last, ok bool) {
+// take waits for a task and takes it; ok is false once the queue is closed and empty.
+func (q *taskQueue) take() (t parkTask, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.head == len(q.tasks) {
 		if q.closed {
-			return parkTask{}, false, false
+			return parkTask{}, false
 		}
 		q.more.Wait()
 	}
@@ -766,14 +728,7 @@ func (q *taskQueue) take() (t parkTask, last, ok bool) {
 		clear(q.tasks[n:])
 		q.tasks, q.head = q.tasks[:n], 0
 	}
-	return t, q.head == len(q.tasks), true
-}
-
-// len is the number of tasks waiting.
-func (q *taskQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.tasks) - q.head
+	return t, true
 }
 
 // queuedReads is the number of connections whose requests wait for a worker.
@@ -808,15 +763,9 @@ const readBufSize = 4096
 func (w *worker) work() {
 	p := w.p
 	for {
-		t, last, ok := p.tasks.take()
+		t, ok := p.tasks.take()
 		if !ok {
 			return
-		}
-		if last {
-			select {
-			case p.slack <- struct{}{}:
-			default:
-			}
 		}
 		for _, pc := range t.pcs {
 			switch t.kind {
