@@ -26,5 +26,5 @@ func openFileLimit(t testing.TB) uint64 {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		t.Fatal(err)
 	}
-	return rl.Cur
+	return uint64(rl.Cur) // int64 on some systems
 }

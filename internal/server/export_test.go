@@ -5,21 +5,19 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/evtctl/evtctl/internal/parker"
 	"github.com/evtctl/evtctl/internal/rawpoll"
 )
 
 // QueuedReads is the number of connections whose requests wait in the parker's queue for a
 // worker.
 func QueuedReads(s *Server) int {
-	p := s.park.Load()
-	if p == nil {
+	pk := s.park.Load()
+	if pk == nil {
 		return 0
 	}
-	return p.tasks.queuedReads()
+	return pk.p.QueuedReads()
 }
-
-// MaxQueuedReads is how many connections' requests the parker's queue holds.
-const MaxQueuedReads = maxQueuedReads
 
 // AttachBreakable is Attach with a poller whose Wait fails, once brk is called, with the
 // error given, at its next look (when something happens on a connection).
@@ -30,18 +28,20 @@ func AttachBreakable(s *Server, hs *http.Server, ln net.Listener) (l net.Listene
 		if err != nil {
 			return
 		}
-		s.park.Store(startParker(s, &breakablePoller{poller: real, fail: &fail}))
+		if pk := s.newParking(&breakablePoller{Poller: real, fail: &fail}); pk != nil {
+			s.park.Store(pk)
+		}
 	})
 	return s.Attach(hs, ln), func(err error) { fail.Store(&err) }
 }
 
 type breakablePoller struct {
-	poller
+	parker.Poller
 	fail *atomic.Pointer[error]
 }
 
 func (b *breakablePoller) Wait(evs []rawpoll.Event) (int, error) {
-	n, err := b.poller.Wait(evs)
+	n, err := b.Poller.Wait(evs)
 	if e := b.fail.Load(); e != nil && err == nil {
 		return 0, *e
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/parker"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
@@ -661,7 +662,7 @@ func TestStuckReadsHoldUpNoNewConnection(t *testing.T) {
 	skipUnlessParking(t)
 	// Not parallel: the long-polls take thousands of open files.
 	workers := max(2, runtime.GOMAXPROCS(0))
-	polls := server.MaxQueuedReads + workers + 1 + 200 // more than the workers and their queue take
+	polls := parker.MaxQueuedReads + workers + 1 + 200 // more than the workers and their queue take
 	if limit := openFileLimit(t); limit < uint64(2*polls+1000) {
 		t.Skipf("%d long-polls need about %d open files; the limit is %d", polls, 2*polls+1000, limit)
 	}
@@ -718,7 +719,7 @@ func TestStuckReadsHoldUpNoNewConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "every worker's read hangs", func() bool { return gs.inFlight.Load() >= int32(workers) })
-	waitUntil(t, "the workers' queue is full", func() bool { return server.QueuedReads(n.srv) >= server.MaxQueuedReads })
+	waitUntil(t, "the workers' queue is full", func() bool { return server.QueuedReads(n.srv) >= parker.MaxQueuedReads })
 
 	probe := dialWire(t, n)
 	probe.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
