@@ -38,6 +38,7 @@ type Request struct {
 	Auth   []byte // the Authorization header's value; nil when there is none
 	Close  bool   // Connection: close
 	Body   []byte
+	Start  time.Time // when the parser read it
 }
 
 // Call is the server's side of the calls made on one connection, one at a time. The parker

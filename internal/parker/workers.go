@@ -144,7 +144,8 @@ type worker struct {
 	p      *Parker
 	in     []byte
 	out    []byte
-	inline bool // the event loop's: it leaves a request that would read the log to a worker
+	inline bool    // the event loop's: it leaves a request that would read the log to a worker
+	req    Request // the request being served: in the worker, not on the heap, as Call.Serve takes it
 }
 
 // readBufSize bounds a request the parker reads: larger ones go to net/http.
@@ -201,14 +202,16 @@ func (w *worker) serve(pc *conn) bool {
 	b := append(w.in[:0], pc.buf...)
 	pc.buf = nil
 	for {
-		req, n, st := parseRequest(b)
+		var n int
+		var st parseStatus
+		w.req, n, st = parseRequest(b)
 		switch st {
 		case parseOK:
 			pc.fresh = false
 			if len(b) > n {
 				pc.buf = bytes.Clone(b[n:]) // pipelined: served after this one
 			}
-			switch w.handle(pc, &req) {
+			switch w.handle(pc, &w.req) {
 			case replied:
 				b = append(w.in[:0], pc.buf...)
 				pc.buf = nil
@@ -256,12 +259,12 @@ func (w *worker) handle(pc *conn, req *Request) served {
 	if pc.call == nil {
 		pc.call = p.cfg.NewCall()
 	}
-	start := time.Now()
+	req.Start = time.Now()
 	closeAfter := req.Close || p.closing.Load()
 	b, out := pc.call.Serve(p.ctx, req, w.inline, closeAfter, w.out[:0])
 	switch out {
 	case Waits:
-		pc.close, pc.start = req.Close, start
+		pc.close, pc.start = req.Close, req.Start
 		p.park(pc)
 		return parkedCall
 	case Declined:
@@ -269,7 +272,7 @@ func (w *worker) handle(pc *conn, req *Request) served {
 	case Later:
 		return forWorker
 	}
-	return w.send(pc, b, closeAfter, start)
+	return w.send(pc, b, closeAfter, req.Start)
 }
 
 // wake reads again for a waiting call after its head moved: it answers, or waits on.

@@ -103,7 +103,7 @@ type parkedCall struct {
 // to net/http, which words refusals and errors.
 func (pc *parkedCall) Serve(ctx context.Context, req *parker.Request, inline, closeAfter bool, out []byte) ([]byte, parker.Outcome) {
 	s := pc.s
-	c := call{get: req.Get, start: time.Now()}
+	c := call{get: req.Get, start: req.Start}
 	if s.readToken != nil && !tokenIs(bearerOf(req.Auth), *s.readToken) {
 		return out, parker.Declined
 	}
