@@ -434,7 +434,9 @@ func TestParkedConnectionTimeouts(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
 	n := newNodeWith(t, server.Config{}, func(hs *http.Server) {
-		hs.ReadHeaderTimeout = 50 * time.Millisecond
+		// Long enough for a request sent at once to be read on a busy machine, where a
+		// look of the event loop may come tens of milliseconds late.
+		hs.ReadHeaderTimeout = time.Second
 		hs.IdleTimeout = 100 * time.Millisecond
 	})
 	n.ingest(ceJSON("/i", "0", "i.t", 0))
