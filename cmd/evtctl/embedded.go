@@ -64,7 +64,6 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 		MaxWaiters: opts.MaxWaiters,
 		MaxItems:   opts.PageMax,
 		Version:    versionString(),
-		NoIOURing:  noIOURing(),
 	})
 	n := &embeddedNode{
 		URL:   "http://" + ln.Addr().String(),
@@ -79,9 +78,9 @@ func startEmbedded(opts embeddedOptions) (*embeddedNode, error) {
 
 // Close wakes waiting readers, finishes requests in progress (bounded) and closes the log.
 func (n *embeddedNode) Close() error {
-	n.srv.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	_ = n.srv.Shutdown(ctx) // what it leaves, hs.Shutdown reports too
 	err := n.hs.Shutdown(ctx)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

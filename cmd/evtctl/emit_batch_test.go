@@ -100,7 +100,7 @@ func inProcessNode(t *testing.T, lopts eventlog.Options, cfg server.Config, wrap
 	hs.Handler = h
 	go hs.Serve(ln)
 	t.Cleanup(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(ctx)

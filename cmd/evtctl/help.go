@@ -270,9 +270,6 @@ Running a node (serve)
   EVTCTL_NATS_TOKEN      a NATS token, with --store nats://...
   GOGC                   Go's garbage collector target; a node on NATS sets 400 when it is
                          not set (its heap is only its requests in flight)
-  EVTCTL_IO_URING        off: write the replies to waiting long-polls one write(2) each
-                         rather than many at a time through io_uring (Linux), for a kernel
-                         whose io_uring misbehaves
 
 Delivering (forward)
   EVTCTL_WEBHOOK_SECRET  the signing secret (whsec_...), as --secret

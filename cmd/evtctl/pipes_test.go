@@ -98,7 +98,7 @@ func testNode(t *testing.T) (url string, stop func()) {
 			return
 		}
 		stopped = true
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(ctx)

@@ -139,7 +139,7 @@ func cmdNode(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("EVTCTL_NODE", "http://"+ln.Addr().String())
 	ts.Setenv("NODE_ADDR", ln.Addr().String())
 	ts.Defer(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(ctx)

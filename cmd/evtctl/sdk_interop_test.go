@@ -89,7 +89,7 @@ func startInteropNode(t *testing.T) string {
 	srv := server.New(server.Config{Store: st})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ts.Close()
 		st.Close()
 	})

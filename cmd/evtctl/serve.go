@@ -440,7 +440,6 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		MaxBodyMemory: int64(opts.MaxBodyMemory),
 		MaxReplyBytes: int(opts.MaxReply),
 		ScanBudget:    opts.ScanBudget,
-		NoIOURing:     noIOURing(),
 	})
 	if opts.TLSCert != "" {
 		// Check the key pair before binding, so that a bad one leaves no address file.
@@ -485,7 +484,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		go func() { errc <- hs.ServeTLS(ln, opts.TLSCert, opts.TLSKey) }()
 	} else {
 		pl := srv.Attach(hs, ln)
-		logger.Debug("long-polls wait parked out of the HTTP server", "parked", srv.Parks(), "io_uring", srv.SendsThroughRing())
+		logger.Debug("long-polls wait parked out of the HTTP server", "parked", srv.Parks())
 		go func() { errc <- hs.Serve(pl) }()
 	}
 	select {
@@ -494,9 +493,11 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: waking waiting readers and finishing requests in progress")
-	srv.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutting down: replies to long-polls still being written at the deadline were cut off", "err", err)
+	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
 	}
@@ -562,7 +563,3 @@ func servePprof(addr string, logger *slog.Logger) (stop func(), err error) {
 	logger.Info("serving profiles", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return func() { hs.Close() }, nil
 }
-
-// noIOURing says whether EVTCTL_IO_URING=off asks a node to answer and read parked
-// long-polls one write(2) and read(2) each (server.Config.NoIOURing).
-func noIOURing() bool { return os.Getenv("EVTCTL_IO_URING") == "off" }

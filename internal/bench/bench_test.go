@@ -42,7 +42,7 @@ func newTestNodeWith(t *testing.T, maxWaiters int, setup func(*http.Server)) *te
 	ts.Listener = srv.Attach(ts.Config, ts.Listener)
 	ts.Start()
 	t.Cleanup(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ts.Close()
 		store.Close()
 	})
@@ -192,7 +192,7 @@ func TestLatencyTailFailureEndsRun(t *testing.T) {
 	}
 	srv := server.New(server.Config{Store: store, ReadToken: "read", IngestToken: "ingest"})
 	ts := httptest.NewServer(srv)
-	defer func() { srv.Shutdown(); ts.Close(); store.Close() }()
+	defer func() { srv.Shutdown(context.Background()); ts.Close(); store.Close() }()
 	defer noLeaks(t)()
 	c := common(ts.URL)
 	c.Target.IngestToken = "ingest"

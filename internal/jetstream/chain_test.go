@@ -2,6 +2,7 @@ package jetstream_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -304,7 +305,7 @@ func TestOrderedBatchBehindAFailureOverHTTP(t *testing.T) {
 	h := evserver.New(evserver.Config{Store: s})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
-	defer h.Shutdown()
+	defer h.Shutdown(context.Background())
 	batch := func(from int, big bool) []byte {
 		var b strings.Builder
 		b.WriteByte('[')

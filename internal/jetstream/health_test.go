@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -44,7 +45,7 @@ func TestHealthFailsWhenReadsFail(t *testing.T) {
 	h := evserver.New(evserver.Config{Store: st})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
-	defer h.Shutdown()
+	defer h.Shutdown(context.Background())
 	if _, err := st.Read(ctx, eventlog.Query{Max: 1}); err == nil {
 		t.Fatal("a read without permission for direct gets succeeded")
 	}
@@ -82,7 +83,7 @@ func TestHealthChecked(t *testing.T) {
 	h := evserver.New(evserver.Config{Store: st})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
-	defer h.Shutdown()
+	defer h.Shutdown(context.Background())
 	var last map[string]any
 	natstest.WaitUntil(t, 10*time.Second, `/healthz says "checked":true`, func() bool {
 		resp, err := http.Get(hs.URL + "/healthz")

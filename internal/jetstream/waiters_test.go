@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,7 @@ func TestWaitingReadersShareOneSubscription(t *testing.T) {
 	h := evserver.New(evserver.Config{Store: s, MaxWait: 30 * time.Second})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
-	defer h.Shutdown()
+	defer h.Shutdown(context.Background())
 
 	inMsgs := func() int64 {
 		v, err := srv.Varz(nil)

@@ -9,9 +9,6 @@ import "errors"
 // ErrClosed is a Poller's Wait once it is closed.
 var ErrClosed = errors.New("rawpoll: poller closed")
 
-// ErrRingFull is a Ring's Send or Recv when as many operations are queued as it holds.
-var ErrRingFull = errors.New("io_uring: submission queue full")
-
 // Event is what happened on a descriptor added with key.
 type Event struct {
 	Key     uint64

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -234,7 +235,7 @@ func TestSlowHeaders(t *testing.T) {
 		hc := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
 		t.Cleanup(func() {
 			hc.CloseIdleConnections()
-			srv.Shutdown()
+			srv.Shutdown(context.Background())
 			_ = hs.Close()
 			if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 				t.Errorf("Serve: %v", err)
@@ -302,7 +303,7 @@ func TestSlowHeadersParked(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	t.Cleanup(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		_ = hs.Close()
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve: %v", err)

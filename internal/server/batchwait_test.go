@@ -24,7 +24,7 @@ func TestBatchOfLongPollsSharesOneWait(t *testing.T) {
 		defer st.Close()
 		const maxWait = 300 * time.Millisecond
 		s := New(Config{Store: st, MaxWait: maxWait})
-		defer s.Shutdown()
+		defer s.Shutdown(context.Background())
 		call := `{"jsonrpc":"2.0","id":1,"method":"events","params":{"waitTime":300000000}}`
 		body := "[" + strings.Repeat(call+",", 7) + call + "]"
 		start := time.Now()
@@ -68,7 +68,7 @@ func TestReadsAreBounded(t *testing.T) {
 		defer st.Close()
 		bs := &blockingStore{Store: st, release: make(chan struct{})}
 		s := New(Config{Store: bs, MaxReads: 2})
-		defer s.Shutdown()
+		defer s.Shutdown(context.Background())
 		var wg sync.WaitGroup
 		for range 6 {
 			wg.Go(func() {

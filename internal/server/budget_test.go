@@ -192,7 +192,7 @@ func TestLongPollAnswersWhenTheBudgetStopsIt(t *testing.T) {
 	st := newBudgetStore(5000, func(int) string { return "common" })
 	st.filter, _ = filter.Compile("type = 'rare'")
 	s := New(Config{Store: st, MaxEventSize: 1024, ScanBudget: 1_000_000, MaxWait: time.Hour})
-	defer s.Shutdown()
+	defer s.Shutdown(context.Background())
 	ctx := t.Context()
 	done := pollGo(ctx, s, eventsParams{After: st.items[0].Cursor.String(), Query: "type = 'rare'", Wait: time.Hour})
 	var res result

@@ -18,3 +18,13 @@ func cpuTime(t testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// openFileLimit is the process's soft limit on open files.
+func openFileLimit(t testing.TB) uint64 {
+	t.Helper()
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(rl.Cur) // int64 on some systems
+}

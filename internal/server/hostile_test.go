@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +48,7 @@ func newHeldNode(t *testing.T, cfg server.Config) *heldNode {
 	ts.Listener = srv.Attach(ts.Config, ts.Listener)
 	ts.Start()
 	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	h.node = &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 	return h
 }

@@ -234,7 +234,7 @@ func testShutdownWakesLongPolls(t *testing.T, n *node) {
 		pollAsync(t.Context(), n, pollBody(`{"after":"`+head+`","waitTime":"1h","order":"asc"}`)),
 	}
 	waitForWaiters(t, n, int64(len(chs)))
-	n.srv.Shutdown()
+	n.srv.Shutdown(context.Background())
 	for _, ch := range chs {
 		p := await(t, ch)
 		if len(p.reply.Result.Items) != 0 || p.reply.Result.Newest != head {

@@ -39,7 +39,7 @@ func newOrderNode(t *testing.T, plain ...bool) *orderNode {
 		store = plainStore{l}
 	}
 	s := New(Config{Store: store})
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return &orderNode{t: t, s: s, log: l, url: ts.URL}

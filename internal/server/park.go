@@ -5,1079 +5,215 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/evtctl/evtctl/internal/rawpoll"
+	"github.com/evtctl/evtctl/internal/parker"
 )
 
-// Parked long-polls.
-//
-// Served by net/http, a waiting long-poll holds its connection's goroutine, the goroutine
-// net/http runs beside a handler to notice a hang-up, and their buffers: about 20 kB each. A
-// parked one holds a small struct: its connection, its call, its deadline. The parker, one
-// per Server (on Linux; elsewhere long-polls wait as before):
-//
-//   - reads the connections of a listener made by Attach before net/http does, with its own
-//     parser of the requests long-polling clients send (httpreq.go), and answers those
-//     itself. Any other request — and a connection whose request does not come in one piece —
-//     is handed to net/http with the bytes read so far, through the same listener's Accept;
-//     net/http takes a connection out again (Hijack) when a long-poll it serves must wait.
-//   - watches the connections it holds with epoll (edge-triggered, for input and hang-up),
-//     so that a waiting or idle connection has no goroutine, and a hang-up frees its slot
-//     among the waiters at once.
-//   - keeps the deadlines of waits, and of idle connections, in one timer's buckets.
-//   - wakes the waiters of a head of the log when it moves (one goroutine per head, not per
-//     waiter); a bounded set of workers then re-reads for them (one read and one encoded
-//     page per distinct question, see sharedPage) and writes each reply whole, HTTP head
-//     included: the replies of up to taskSize waiters in one system call through an io_uring
-//     of the worker's (rawpoll.Ring), else one write(2) each; a reply the socket cannot take
-//     at once is finished by a goroutine of its own.
-//   - reads the next request on a connection it has answered in the worker that wrote the
-//     reply, without going back to net/http; the event loop itself reads the requests that
-//     come on idle connections, and parks those it can without reading the log (a long-poll
-//     that asks what another call has just found nothing for), leaving the rest to the
-//     workers: it never waits on the log, so a slow read holds up no other connection.
-//
-// TLS connections are not parked: their requests come through crypto/tls, and net/http
-// serves them as before. Neither are HTTP/1.0 requests nor the calls of a JSON-RPC batch.
+// Long-polls parked out of net/http (package parker): the events method's side of them.
+// The parker holds the connections of waiting calls and reads their requests; what a
+// request asks, and the replies, are the Server's (parkedCall).
 
-// Connection states, changed under parker.mu.
-const (
-	connBusy   = iota // a worker, a writer or a handler holds it
-	connParked        // waiting: on a wait list and a deadline
-	connIdle          // between requests: on a deadline, waiting for input
-)
-
-// pconn is a connection the parker holds: its descriptor alone, out of Go's poller, so that
-// its events are not read twice (by the parker and by the runtime), and it holds no more
-// memory than its few links.
-type pconn struct {
-	fd        int
-	slot, gen uint32
-	via       *parkListener // where it goes back to net/http
-	state     uint8
-	fresh     bool        // no request yet: the header timeout applies while it is idle
-	in        atomic.Bool // input since its last read
-	hup       atomic.Bool // its client has closed its end
-	buf       []byte      // bytes read and not yet served: a pipelined request
-	call      call        // while parked
-	poll      poll        // what call.pl points to for the calls it reads (handle), one after another
-
-	wl           *waitList
-	wprev, wnext *pconn
-	bk           *bucket
-	bprev, bnext *pconn
-}
-
-// key is what the poller's events for pc carry: its slot and generation.
-func (pc *pconn) key() uint64 { return uint64(pc.slot) | uint64(pc.gen)<<32 }
-
-// call is a long-poll being served on a parked connection.
-type call struct {
-	pl    *poll
-	id    json.RawMessage // of a JSON-RPC call
-	get   bool            // GET /events, else a JSON-RPC call
-	close bool            // the client asked to close the connection after the reply
-	start time.Time       // when the request came
-	due   time.Time       // when its wait runs out
-}
-
-type parker struct {
-	s       *Server
-	rings   bool // workers send replies through io_uring rings of their own
-	poll    *rawpoll.Poller
-	ctx     context.Context // of the reads made for parked calls
-	cancel  context.CancelFunc
-	tasks   chan parkTask
-	slack   chan struct{} // a worker found no task waiting
-	done    chan struct{} // closed to stop the event loop and the timer
-	loops   sync.WaitGroup
-	closing atomic.Bool // mirrors closed, for reads outside mu
-
-	mu      sync.Mutex
-	closed  bool
-	conns   []*pconn // by slot
-	free    []uint32
-	gen     uint32
-	owned   int // connections held: adopted and not yet closed or handed back
-	writing int // of those, connections whose reply a goroutine of its own is finishing
-	lists   map[<-chan struct{}]*waitList
-	dl      deadlines
-	drained chan struct{} // closed when closed and nothing is held
-
+// parking is a Server's parker, with what the Server keeps for its replies.
+type parking struct {
+	p    *parker.Parker
 	date atomic.Pointer[dateLine]
 
 	rpcOK, getOK   prometheus.Counter
 	rpcLat, getLat prometheus.Observer
 }
 
-type taskKind uint8
-
-const (
-	taskRead   taskKind = iota // input, or a hang-up, on an idle connection
-	taskWake                   // the head moved: read again for these waiters
-	taskExpire                 // their waits ran out, or the node is shutting down
-)
-
-type parkTask struct {
-	kind taskKind
-	pcs  []*pconn
+// parking returns the Server's parking, started at the first call; nil where connections
+// cannot be watched, or once the Server has shut down.
+func (s *Server) parking() *parking {
+	s.parkOnce.Do(func() {
+		if pk := s.newParking(nil); pk != nil {
+			s.park.Store(pk)
+		}
+	})
+	return s.park.Load()
 }
 
-// backlogWait bounds how long the event loop leaves events while the workers are busy.
-const backlogWait = 2 * time.Millisecond
-
-// gatherPause is how long the event loop lets requests gather after a look that left the
-// workers nothing, the long-polls it read parked by itself: pollers woken together ask again together, and one look for
-// many costs the node far less than a look each, which wakes a thread each time (a few
-// microseconds of the node's CPU on a virtual machine). A request on another connection
-// waits for it at most once.
-const gatherPause = time.Millisecond
-
-// taskSize is how many connections a task takes: enough to make a task's cost small beside
-// its work, few enough to share a wake among the workers.
-const taskSize = 32
-
-var errParkerClosed = errors.New("the node is shutting down")
-
-// newParker starts a parker for s, or returns nil where connections cannot be watched.
-func newParker(s *Server) *parker {
-	poll, err := rawpoll.New()
+// newParking starts a parker for s whose connections poll watches (nil: its own), or
+// returns nil where connections cannot be watched.
+func (s *Server) newParking(poll parker.Poller) *parking {
+	pk := &parking{
+		rpcOK:  s.metrics.requests.WithLabelValues("rpc", "200"),
+		getOK:  s.metrics.requests.WithLabelValues("events_get", "200"),
+		rpcLat: s.metrics.latency.WithLabelValues("rpc"),
+		getLat: s.metrics.latency.WithLabelValues("events_get"),
+	}
+	p, err := parker.New(parker.Config{
+		NewCall: func() parker.Call { return &parkedCall{s: s, pk: pk} },
+		Logger:  s.log,
+		Poller:  poll,
+	})
 	if err != nil {
 		if !errors.Is(err, errors.ErrUnsupported) {
 			s.log.Warn("long-polls will wait in goroutines: cannot watch connections", "err", err)
 		}
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &parker{
-		s: s, poll: poll, ctx: ctx, cancel: cancel,
-		tasks:   make(chan parkTask, 4096),
-		slack:   make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		lists:   make(map[<-chan struct{}]*waitList),
-		drained: make(chan struct{}),
-		rpcOK:   s.metrics.requests.WithLabelValues("rpc", "200"),
-		getOK:   s.metrics.requests.WithLabelValues("events_get", "200"),
-		rpcLat:  s.metrics.latency.WithLabelValues("rpc"),
-		getLat:  s.metrics.latency.WithLabelValues("events_get"),
-	}
-	p.dl.init()
-	workers := make([]*worker, max(2, runtime.GOMAXPROCS(0))+1) // the last one the event loop's
-	for i := range workers {
-		workers[i] = &worker{p: p, in: make([]byte, 0, readBufSize), out: make([]byte, 0, readBufSize)}
-	}
-	// Each worker's ring is made here, so that the node's open files are all there once
-	// Attach returns; where one cannot be made (an old kernel, a sandbox), none is used.
-	p.rings = !s.cfg.NoIOURing
-	for _, w := range workers {
-		if !p.rings {
-			break
-		}
-		var err error
-		if w.ring, err = rawpoll.NewRing(taskSize); err != nil {
-			s.log.Debug("replies to long-polls are written one system call each", "err", err)
-			p.rings = false
-			for _, w := range workers {
-				w.dropRing()
-			}
-		}
-	}
-	lw := workers[len(workers)-1]
-	lw.quick = true
-	p.loops.Add(2)
-	go p.eventLoop(lw)
-	go p.timerLoop()
-	for _, w := range workers[:len(workers)-1] {
-		go w.work()
-	}
-	return p
+	pk.p = p
+	return pk
 }
 
-// --- holding connections ----------------------------------------------------------------------
-
-// adopt takes c into the parker's hold, busy (its caller's), or idle and waiting for its
-// first request when fresh. pending are bytes of it already read. c is closed, its socket
-// kept in a descriptor of the parker's own; on an error c is as it was.
-func (p *parker) adopt(c *net.TCPConn, via *parkListener, pending []byte, fresh bool) (*pconn, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
+// Attach wraps ln so that long-polls on its connections are parked while they wait (see
+// package parker), and sets up hs, which serves s, to serve them: serve hs on the listener
+// it returns (hs.Serve(s.Attach(hs, ln))). hs's timeouts apply to the connections the parker
+// holds: ReadHeaderTimeout before a connection's first request, IdleTimeout between
+// requests, WriteTimeout to a reply. TLS is served as before, through net/http: serve a
+// listener Attach has not wrapped. Where connections cannot be watched (not Linux), Attach
+// returns ln as it is.
+func (s *Server) Attach(hs *http.Server, ln net.Listener) net.Listener {
+	pk := s.parking()
+	if pk == nil {
+		return ln
 	}
-	var fd int
-	var derr error
-	if err := rc.Control(func(f uintptr) { fd, derr = rawpoll.Dup(int(f)) }); err != nil || derr != nil {
-		return nil, errors.Join(err, derr)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		_ = rawpoll.Close(fd)
-		return nil, errParkerClosed
-	}
-	var slot uint32
-	if n := len(p.free); n > 0 {
-		slot, p.free = p.free[n-1], p.free[:n-1]
-	} else {
-		slot = uint32(len(p.conns))
-		p.conns = append(p.conns, nil)
-	}
-	p.gen++
-	pc := &pconn{fd: fd, slot: slot, gen: p.gen, via: via, buf: pending, fresh: fresh}
-	if fresh {
-		p.idleLocked(pc)
-	}
-	// Added under mu, so that shutdown cannot close the connection in between.
-	if err := p.poll.Add(fd, pc.key()); err != nil {
-		p.dl.remove(pc)
-		p.free = append(p.free, slot)
-		_ = rawpoll.Close(fd)
-		return nil, err
-	}
-	_ = c.Close() // the socket stays open: fd holds it
-	p.conns[slot] = pc
-	p.owned++
-	return pc, nil
+	hs.RegisterOnShutdown(func() { _ = s.Shutdown(context.Background()) })
+	return pk.p.Attach(hs, ln)
 }
 
-// netConn makes fd, a connected TCP socket, a net.Conn of Go's poller again; fd is closed.
-func netConn(fd int) (*net.TCPConn, error) {
-	f := os.NewFile(uintptr(fd), "tcp")
-	c, err := net.FileConn(f) // a duplicate of fd
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("not a TCP connection: %T", c)
-	}
-	return tc, nil
+// call is a long-poll being served on a parked connection.
+type call struct {
+	pl    *poll
+	id    json.RawMessage // of a JSON-RPC call
+	get   bool            // GET /events, else a JSON-RPC call
+	start time.Time       // when the request came
+	due   time.Time       // when its wait runs out
 }
 
-// idleLocked makes pc wait for its next request.
-func (p *parker) idleLocked(pc *pconn) {
-	pc.state = connIdle
-	d := pc.via.idleTimeout
-	if pc.fresh {
-		d = pc.via.headerTimeout
-	}
-	if d > 0 {
-		p.dl.add(pc, time.Now().Add(d))
-	}
+// parkedCall is the events method's side of the calls on a connection the parker holds
+// (parker.Call): one call at a time, whose state it holds in place.
+type parkedCall struct {
+	s    *Server
+	pk   *parking
+	call call
+	poll poll // what call.pl points to for the calls Serve reads, one after another
 }
 
-// idle lets pc wait for its next request; true when input has come already and the caller
-// should read it.
-func (p *parker) idle(pc *pconn) bool {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		p.close(pc)
-		return false
-	}
-	if pc.in.Load() || pc.hup.Load() {
-		p.mu.Unlock()
-		return true
-	}
-	p.idleLocked(pc)
-	p.mu.Unlock()
-	return false
-}
-
-// close closes a connection its caller holds.
-func (p *parker) close(pc *pconn) {
-	_ = rawpoll.Close(pc.fd)
-	p.mu.Lock()
-	p.releaseLocked(pc)
-	p.mu.Unlock()
-}
-
-// handBack gives a connection its caller holds to net/http, with the bytes of it read and
-// not served.
-func (p *parker) handBack(pc *pconn, unread []byte) {
-	p.mu.Lock()
-	err := p.poll.Del(pc.fd)
-	p.releaseLocked(pc)
-	p.mu.Unlock()
-	var c *net.TCPConn
-	if err == nil {
-		c, err = netConn(pc.fd)
-	} else {
-		_ = rawpoll.Close(pc.fd)
-	}
-	if err != nil {
-		p.s.log.Debug("handing a connection back to net/http", "err", err)
-		return
-	}
-	pc.via.deliver(&backConn{TCPConn: c, prefix: bytes.Clone(unread), via: pc.via})
-}
-
-func (p *parker) releaseLocked(pc *pconn) {
-	if p.conns[pc.slot] != pc {
-		return
-	}
-	p.conns[pc.slot] = nil
-	p.free = append(p.free, pc.slot)
-	p.owned--
-	p.checkDrainedLocked()
-}
-
-// checkDrainedLocked notes, once the parker is closed, that no connection is held but by a
-// writer of its own: those only write, and shutdown need not wait for a client that does not
-// read.
-func (p *parker) checkDrainedLocked() {
-	if p.closed && p.owned == p.writing {
-		select {
-		case <-p.drained:
-		default:
-			close(p.drained)
-		}
-	}
-}
-
-// --- waiting --------------------------------------------------------------------------------
-
-// waitList holds the calls waiting for the head of the log to move from where it was when
-// Changed returned ch.
-type waitList struct {
-	ch   <-chan struct{}
-	head *pconn
-	gone chan struct{} // closed when the list empties before ch closes: its watcher ends
-}
-
-// park puts pc, whose call found nothing, among the waiters until the head moves, its wait
-// runs out or its client hangs up.
-func (p *parker) park(pc *pconn) {
-	p.mu.Lock()
-	if !p.closed && !pc.hup.Load() {
-		pc.state = connParked
-		ch := pc.call.pl.changed
-		wl := p.lists[ch]
-		if wl == nil {
-			wl = &waitList{ch: ch, gone: make(chan struct{})}
-			p.lists[ch] = wl
-			p.loops.Add(1)
-			go p.watch(wl)
-		}
-		pc.wl, pc.wprev, pc.wnext = wl, nil, wl.head
-		if wl.head != nil {
-			wl.head.wprev = pc
-		}
-		wl.head = pc
-		p.dl.add(pc, pc.call.due)
-		p.mu.Unlock()
-		return
-	}
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		(&worker{p: p}).expire(pc)
-	} else {
-		p.hangUp(pc)
-	}
-}
-
-// unparkLocked takes pc off its wait list and deadline: its caller holds it.
-func (p *parker) unparkLocked(pc *pconn) {
-	if wl := pc.wl; wl != nil {
-		if pc.wprev != nil {
-			pc.wprev.wnext = pc.wnext
-		} else {
-			wl.head = pc.wnext
-		}
-		if pc.wnext != nil {
-			pc.wnext.wprev = pc.wprev
-		}
-		pc.wl, pc.wprev, pc.wnext = nil, nil, nil
-		if wl.head == nil && p.lists[wl.ch] == wl {
-			delete(p.lists, wl.ch)
-			close(wl.gone)
-		}
-	}
-	p.dl.remove(pc)
-	pc.state = connBusy
-}
-
-// takeListLocked takes every call off wl.
-func (p *parker) takeListLocked(wl *waitList, out []*pconn) []*pconn {
-	for pc := wl.head; pc != nil; {
-		next := pc.wnext
-		pc.wl, pc.wprev, pc.wnext = nil, nil, nil
-		p.dl.remove(pc)
-		pc.state = connBusy
-		out = append(out, pc)
-		pc = next
-	}
-	wl.head = nil
-	return out
-}
-
-// watch wakes the calls of wl once the head moves.
-func (p *parker) watch(wl *waitList) {
-	defer p.loops.Done()
-	select {
-	case <-wl.ch:
-	case <-wl.gone:
-		return
-	case <-p.s.quit:
-		return // shutdown takes every list
-	}
-	var woken []*pconn
-	p.mu.Lock()
-	if p.lists[wl.ch] == wl {
-		delete(p.lists, wl.ch)
-		woken = p.takeListLocked(wl, nil)
-	}
-	p.mu.Unlock()
-	p.dispatch(taskWake, woken)
-}
-
-// hangUp ends the call of a connection whose client has gone, and closes it.
-func (p *parker) hangUp(pc *pconn) {
-	c := pc.call
-	pc.call = call{}
-	p.s.endPoll(c.pl)
-	p.observe(&c, time.Now()) // counted as net/http counts a request whose client went away
-	p.close(pc)
-}
-
-// observe counts c's request, answered at now, as the metrics of net/http's requests do.
-func (p *parker) observe(c *call, now time.Time) {
-	if c.get {
-		p.getLat.Observe(now.Sub(c.start).Seconds())
-		p.getOK.Inc()
-		return
-	}
-	p.rpcLat.Observe(now.Sub(c.start).Seconds())
-	p.rpcOK.Inc()
-}
-
-// dispatch hands connections to the workers, a task at a time: up to taskSize in a task, but
-// a connection to read a request on alone, so that a read of the log that hangs holds up no
-// other connection's request while a worker is free.
-func (p *parker) dispatch(kind taskKind, pcs []*pconn) {
-	size := taskSize
-	if kind == taskRead {
-		size = 1
-	}
-	for len(pcs) > 0 {
-		n := min(len(pcs), size)
-		p.tasks <- parkTask{kind: kind, pcs: append([]*pconn(nil), pcs[:n]...)}
-		pcs = pcs[n:]
-	}
-}
-
-// eventLoop reads the poller's events: it reads the input that comes on an idle connection
-// and parks the long-polls it can without reading the log, leaving other calls to a worker;
-// a hang-up of a waiting connection ends its call. While the workers have tasks waiting (the
-// replies of a wake), it leaves events to gather, for up to backlogWait, so that replies go
-// out first and the requests that follow them are taken in larger batches; after a look
-// that left the workers nothing (the long-polls it read, it parked), it leaves requests to
-// gather for gatherPause.
-func (p *parker) eventLoop(lw *worker) {
-	defer p.loops.Done()
-	defer lw.dropRing()
-	evs := make([]rawpoll.Event, 256)
-	var reads, gone []*pconn
-	backlog := time.NewTimer(time.Hour)
-	backlog.Stop()
-	pause := time.NewTimer(time.Hour)
-	pause.Stop()
-	for {
-		if len(p.tasks) > 0 {
-			backlog.Reset(backlogWait)
-			select {
-			case <-p.slack:
-			case <-backlog.C:
-			case <-p.done:
-			}
-			backlog.Stop()
-		}
-		n, err := p.poll.Wait(evs)
-		if err != nil {
-			return
-		}
-		reads, gone = reads[:0], gone[:0]
-		p.mu.Lock()
-		for _, ev := range evs[:n] {
-			slot := uint32(ev.Key)
-			if int(slot) >= len(p.conns) {
-				continue
-			}
-			pc := p.conns[slot]
-			if pc == nil || pc.key() != ev.Key {
-				continue // a connection since closed or handed back
-			}
-			if ev.In {
-				pc.in.Store(true)
-			}
-			if ev.Hup {
-				pc.hup.Store(true)
-			}
-			switch pc.state {
-			case connParked:
-				// Input while waiting is a pipelined request, read once the call is
-				// answered; a hang-up ends the call.
-				if ev.Hup {
-					p.unparkLocked(pc)
-					gone = append(gone, pc)
-				}
-			case connIdle:
-				p.dl.remove(pc)
-				pc.state = connBusy
-				reads = append(reads, pc)
-			}
-		}
-		p.mu.Unlock()
-		for _, pc := range gone {
-			p.hangUp(pc)
-		}
-		took := len(reads)
-		toWorkers := reads[:0] // filtered in place
-		for len(reads) > 0 {
-			chunk := reads[:min(len(reads), taskSize)]
-			reads = reads[len(chunk):]
-			lw.prefetch(chunk)
-			for _, pc := range chunk {
-				if pc != nil && lw.serve(pc) {
-					toWorkers = append(toWorkers, pc)
-				}
-			}
-		}
-		reads = toWorkers
-		p.dispatch(taskRead, toWorkers)
-		if took > 0 && len(toWorkers) == 0 {
-			pause.Reset(gatherPause)
-			select {
-			case <-pause.C:
-			case <-p.done:
-			}
-			pause.Stop()
-		}
-	}
-}
-
-// timerLoop ends the waits that run out and closes connections idle for too long.
-func (p *parker) timerLoop() {
-	defer p.loops.Done()
-	for {
-		select {
-		case <-p.dl.timer.C:
-		case <-p.done:
-			return
-		}
-		var waits, idles []*pconn
-		p.mu.Lock()
-		for _, pc := range p.dl.due(time.Now()) {
-			switch pc.state {
-			case connParked:
-				p.unparkLocked(pc)
-				waits = append(waits, pc)
-			case connIdle:
-				pc.state = connBusy
-				idles = append(idles, pc)
-			}
-		}
-		p.mu.Unlock()
-		for _, pc := range idles {
-			p.close(pc)
-		}
-		p.dispatch(taskExpire, waits)
-	}
-}
-
-// shutdown answers every waiting call at once (with what it has, as a wait that runs out
-// does), closes idle connections, and returns once the parker holds no connection but those
-// whose reply is still being written (within the write timeout) to a client that does not
-// read it; or after a few seconds, when a read of the log holds a worker up.
-func (p *parker) shutdown() {
-	var waits, idles []*pconn
-	p.mu.Lock()
-	p.closed = true
-	p.closing.Store(true)
-	for ch, wl := range p.lists {
-		waits = p.takeListLocked(wl, waits)
-		delete(p.lists, ch)
-	}
-	for _, pc := range p.conns {
-		if pc != nil && pc.state == connIdle {
-			p.dl.remove(pc)
-			pc.state = connBusy
-			idles = append(idles, pc)
-		}
-	}
-	p.checkDrainedLocked()
-	p.mu.Unlock()
-	for _, pc := range idles {
-		p.close(pc)
-	}
-	p.dispatch(taskExpire, waits)
-	select {
-	case <-p.drained:
-	case <-time.After(5 * time.Second):
-		p.s.log.Warn("shutting down: replies to long-polls still being written were left")
-	}
-	_ = p.poll.Close()
-	close(p.done)
-	p.loops.Wait()
-	close(p.tasks)
-	p.cancel()
-}
-
-// --- workers ----------------------------------------------------------------------------------
-
-// worker serves the connections of tasks: it reads requests, answers them or parks them, and
-// writes the replies of woken calls. Its buffers serve one connection at a time.
-type worker struct {
-	p     *parker
-	in    []byte
-	out   []byte
-	quick bool // the event loop's: it leaves a call that would read the log to the workers
-
-	ring    *rawpoll.Ring // nil: replies are written with write(2), requests read with read(2)
-	sending [taskSize]pendingReply
-	recv    [taskSize][]byte // the event loop's: buffers of prefetch
-	got     [taskSize]bool
-}
-
-// pendingReply is a reply queued on a worker's ring.
-type pendingReply struct {
-	pc         *pconn
-	b          []byte
-	closeAfter bool
-	start      time.Time
-	res        int32
-	done       bool
-}
-
-// readBufSize bounds a request the parker reads: larger ones go to net/http.
-const readBufSize = 4096
-
-func (w *worker) work() {
-	defer w.dropRing()
-	p := w.p
-	for t := range p.tasks {
-		if len(p.tasks) == 0 {
-			select {
-			case p.slack <- struct{}{}:
-			default:
-			}
-		}
-		if t.kind == taskWake && w.ring != nil {
-			w.wakeAll(t.pcs)
-			continue
-		}
-		for _, pc := range t.pcs {
-			switch t.kind {
-			case taskRead:
-				w.serve(pc)
-			case taskWake:
-				w.wake(pc)
-			case taskExpire:
-				w.expire(pc)
-			}
-		}
-	}
-}
-
-// served is what became of a connection a worker served.
-type served int
-
-const (
-	replied    served = iota // answered: the connection is still the caller's
-	released                 // parked, closed, or being written by a goroutine of its own
-	notForUs                 // a request for net/http: the caller hands the connection back
-	parkedCall               // its call waits
-	forWorker                // the event loop's: a call that reads the log, left to a worker
-)
-
-// serve reads and answers pc's requests until it must wait for more input, parks a call,
-// or hands the connection to net/http. The event loop's (quick) leaves a call that would
-// read the log to a worker: true, with the request and what follows it in pc.buf, for the
-// caller to hand pc to a worker.
-func (w *worker) serve(pc *pconn) bool {
-	if w.in == nil {
-		w.in = make([]byte, 0, readBufSize)
-	}
-	if len(pc.buf) > cap(w.in) {
-		w.p.handBack(pc, pc.buf)
-		return false
-	}
-	b := append(w.in[:0], pc.buf...)
-	pc.buf = nil
-	for {
-		req, n, st := parseRequest(b)
-		switch st {
-		case parseOK:
-			pc.fresh = false
-			if len(b) > n {
-				pc.buf = bytes.Clone(b[n:]) // pipelined: served after this one
-			}
-			switch w.handle(pc, &req) {
-			case replied:
-				b = append(w.in[:0], pc.buf...)
-				pc.buf = nil
-				continue
-			case notForUs:
-				pc.buf = nil
-				w.p.handBack(pc, b)
-			case forWorker:
-				pc.buf = bytes.Clone(b)
-				return true
-			}
-			return false
-		case parseNo:
-			w.p.handBack(pc, b)
-			return false
-		}
-		if len(b) == cap(w.in) {
-			w.p.handBack(pc, b)
-			return false
-		}
-		pc.in.Store(false)
-		m, err := rawpoll.Read(pc.fd, w.in[len(b):cap(w.in)])
-		if m > 0 {
-			b = w.in[:len(b)+m]
-			continue
-		}
-		if !rawpoll.WouldBlock(err) || pc.hup.Load() {
-			w.p.close(pc) // the client closed the connection, or it failed
-			return false
-		}
-		if len(b) > 0 {
-			// A request in pieces: net/http waits for the rest, within its timeouts.
-			w.p.handBack(pc, b)
-			return false
-		}
-		if !w.p.idle(pc) {
-			return false
-		}
-	}
-}
-
-// handle serves one request: it answers it, parks its call, or leaves it to net/http.
-func (w *worker) handle(pc *pconn, req *httpRequest) served {
-	s := w.p.s
-	c := call{get: req.get, close: req.close, start: time.Now()}
-	if s.readToken != nil && !tokenIs(bearerOf(req.auth), *s.readToken) {
-		return notForUs // net/http words the refusal
+// Serve answers a request the parker read, counts its call among the waiters, or leaves it
+// to net/http, which words refusals and errors.
+func (pc *parkedCall) Serve(ctx context.Context, req *parker.Request, inline, closeAfter bool, out []byte) ([]byte, parker.Outcome) {
+	s := pc.s
+	c := call{get: req.Get, start: req.Start}
+	if s.readToken != nil && !tokenIs(bearerOf(req.Auth), *s.readToken) {
+		return out, parker.Declined
 	}
 	var p *eventsParams
-	if req.get {
-		values, err := url.ParseQuery(string(req.query))
+	if req.Get {
+		values, err := url.ParseQuery(string(req.Query))
 		if err != nil {
-			return notForUs
+			return out, parker.Declined
 		}
 		pp, err := paramsFromQuery(values)
 		if err != nil {
-			return notForUs
+			return out, parker.Declined
 		}
 		p = &pp
 	} else {
-		body := bytes.TrimSpace(req.body)
+		body := bytes.TrimSpace(req.Body)
 		if len(body) > 0 && body[0] == '[' {
-			return notForUs // a batch
+			return out, parker.Declined // a batch
 		}
-		id, pp, call, _ := decodeCallValue(body)
-		if !call {
-			return notForUs // errors and notifications are answered by net/http
+		id, pp, isCall, _ := decodeCallValue(body)
+		if !isCall {
+			return out, parker.Declined // errors and notifications
 		}
 		c.id, p = id, &pp
 	}
-	pl, rerr := s.initPoll(&pc.poll, w.p.ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
+	pl, rerr := s.initPoll(&pc.poll, ctx, p, callBudget{reply: s.cfg.MaxReplyBytes, force: true})
 	if rerr != nil {
-		return notForUs
+		return out, parker.Declined
 	}
 	var res result
 	var done bool
-	if w.quick {
+	if inline {
 		if !s.waitsAtOnce(pl) {
-			return forWorker
+			return out, parker.Later
 		}
 	} else {
-		res, rerr, done = s.pollOnce(w.p.ctx, pl, false)
+		res, rerr, done = s.pollOnce(ctx, pl, false)
 	}
 	if !done {
 		if rerr = s.countWaiter(pl); rerr == nil {
 			c.pl, c.due = pl, c.start.Add(pl.wait)
 			pc.call = c
-			w.p.park(pc)
-			return parkedCall
+			return out, parker.Waits
 		}
 	}
 	s.endPoll(pl)
-	return w.reply(pc, &c, res, rerr)
+	return pc.compose(out, &c, res, rerr, closeAfter), parker.Answered
 }
 
-// wake reads again for a waiting call after the head moved: it answers, or waits on.
-func (w *worker) wake(pc *pconn) {
-	if res, rerr, ok := w.reread(pc); ok {
-		w.answer(pc, res, rerr)
-	}
-}
-
-// reread reads again for a waiting call after the head moved: its answer and true, or false
-// when the call waits on (parked again) or was answered already (the node is shutting down).
-func (w *worker) reread(pc *pconn) (result, *rpcError, bool) {
-	if w.p.closing.Load() {
-		w.expire(pc)
-		return result{}, nil, false
-	}
-	res, rerr, done := w.p.s.pollOnce(w.p.ctx, pc.call.pl, true)
+// Wake reads again for the waiting call after the head moved: its answer, or it waits on
+// (until its wait runs out: then it answers with what it has).
+func (pc *parkedCall) Wake(ctx context.Context, closeAfter bool, out []byte) ([]byte, parker.Outcome) {
+	s := pc.s
+	res, rerr, done := s.pollOnce(ctx, pc.call.pl, true)
 	if !done {
 		if time.Now().Before(pc.call.due) {
-			w.p.park(pc)
-			return result{}, nil, false
+			return out, parker.Waits
 		}
-		res = w.p.s.emptyPage(pc.call.pl)
+		res = s.emptyPage(pc.call.pl)
 	}
-	return res, rerr, true
+	return pc.end(out, res, rerr, closeAfter), parker.Answered
 }
 
-// wakeAll wakes the calls of pcs as wake does, sending the replies of up to taskSize of them
-// in one system call on the worker's ring.
-func (w *worker) wakeAll(pcs []*pconn) {
-	for len(pcs) > 0 && w.ring != nil {
-		n := min(len(pcs), taskSize)
-		w.wakeSome(pcs[:n])
-		pcs = pcs[n:]
-	}
-	for _, pc := range pcs { // the ring has failed
-		w.wake(pc)
-	}
+// Expire answers the waiting call with what it has.
+func (pc *parkedCall) Expire(closeAfter bool, out []byte) []byte {
+	return pc.end(out, pc.s.emptyPage(pc.call.pl), nil, closeAfter)
 }
 
-func (w *worker) wakeSome(pcs []*pconn) {
-	k := 0
-	for _, pc := range pcs {
-		res, rerr, ok := w.reread(pc)
-		if !ok {
-			continue
-		}
-		c := w.endCall(pc)
-		closeAfter := w.p.closesAfter(&c)
-		sr := &w.sending[k]
-		sr.b = w.compose(sr.b[:0], &c, res, rerr, closeAfter)
-		sr.pc, sr.closeAfter, sr.start, sr.done = pc, closeAfter, c.start, false
-		// The ring holds taskSize sends: this one is queued (were it not, it would have no
-		// result, and its connection would be closed below).
-		_ = w.ring.Send(pc.fd, sr.b, uint64(k))
-		k++
-	}
-	if k == 0 {
-		return
-	}
-	if err := w.ring.Submit(func(ud uint64, res int32) {
-		if ud < uint64(k) {
-			w.sending[ud].res, w.sending[ud].done = res, true
-		}
-	}); err != nil {
-		// Replies whose fate is unknown end with their connections (their clients ask
-		// again), and the worker writes with write(2) from now on.
-		w.p.s.log.Warn("sending replies to long-polls through io_uring failed; writing them one by one from now on", "err", err)
-		w.dropRing()
-	}
-	for i := range k {
-		sr := &w.sending[i]
-		pc := sr.pc
-		sr.pc = nil
-		if !sr.done {
-			w.p.close(pc)
-			continue
-		}
-		n, err := int(sr.res), error(nil)
-		if sr.res < 0 {
-			n, err = 0, syscall.Errno(-sr.res)
-			if err == syscall.EINVAL || err == syscall.EOPNOTSUPP {
-				// A kernel whose io_uring cannot send (before Linux 5.6).
-				w.dropRing()
-				n, err = rawpoll.Write(pc.fd, sr.b)
-			}
-		}
-		if w.p.written(pc, sr.b, n, err, sr.closeAfter, sr.start) == replied {
-			w.next(pc)
-		}
-		if cap(sr.b) > 4*readBufSize {
-			sr.b = nil
-		}
-	}
-}
-
-// prefetch reads the input that has come on pcs into their buf, one system call for them
-// all, for serve to take; a connection whose read finds nothing is left for serve to read.
-// A connection whose read's fate is unknown (io_uring_enter failed) is closed, its place in
-// pcs set to nil: its client asks again.
-func (w *worker) prefetch(pcs []*pconn) {
-	if w.ring == nil || len(pcs) < 2 {
-		return
-	}
-	queued := false
-	for i := range pcs {
-		w.got[i] = true
-	}
-	for i, pc := range pcs {
-		if len(pc.buf) > 0 {
-			continue
-		}
-		if w.recv[i] == nil {
-			w.recv[i] = make([]byte, readBufSize)
-		}
-		pc.in.Store(false)
-		if w.ring.Recv(pc.fd, w.recv[i], uint64(i)) != nil {
-			break
-		}
-		w.got[i], queued = false, true
-	}
-	if !queued {
-		return
-	}
-	err := w.ring.Submit(func(ud uint64, res int32) {
-		if ud < uint64(len(pcs)) {
-			w.got[ud] = true
-			if res > 0 {
-				pcs[ud].buf = w.recv[ud][:res]
-			}
-		}
-	})
-	if err != nil {
-		w.p.s.log.Warn("reading requests through io_uring failed; reading them one by one from now on", "err", err)
-		w.dropRing()
-		for i, pc := range pcs {
-			if !w.got[i] {
-				w.p.close(pc)
-				pcs[i] = nil
-			}
-		}
-	}
-}
-
-// dropRing has the worker write replies with write(2).
-func (w *worker) dropRing() {
-	if w.ring != nil {
-		_ = w.ring.Close()
-		w.ring = nil
-	}
-}
-
-// expire answers a waiting call with what it has.
-func (w *worker) expire(pc *pconn) { w.answer(pc, w.p.s.emptyPage(pc.call.pl), nil) }
-
-// answer ends pc's call with its reply, then serves the connection on.
-func (w *worker) answer(pc *pconn, res result, rerr *rpcError) {
-	c := w.endCall(pc)
-	if w.reply(pc, &c, res, rerr) == replied {
-		w.next(pc)
-	}
-}
-
-// endCall takes pc's call off it and ends it (it no longer counts among the waiters): its
-// reply is the caller's to write.
-func (w *worker) endCall(pc *pconn) call {
+// HangUp ends the waiting call, counted as net/http counts a request whose client went away.
+func (pc *parkedCall) HangUp() {
 	c := pc.call
 	pc.call = call{}
-	w.p.s.endPoll(c.pl)
-	return c
+	pc.s.endPoll(c.pl)
+	pc.observe(&c, time.Now())
 }
 
-// closesAfter says whether the connection closes after the reply to c.
-func (p *parker) closesAfter(c *call) bool { return c.close || p.closing.Load() }
+// Waits says what the waiting call waits for.
+func (pc *parkedCall) Waits() (<-chan struct{}, time.Time) { return pc.call.pl.changed, pc.call.due }
 
-// next serves pc after a reply: a pipelined request, or input that has come, else it waits
-// idle.
-func (w *worker) next(pc *pconn) {
-	if (len(pc.buf) > 0 || w.p.idle(pc)) && w.serve(pc) {
-		w.p.dispatch(taskRead, []*pconn{pc})
-	}
-}
-
-// reply writes the reply of c, whole, and releases res.
-func (w *worker) reply(pc *pconn, c *call, res result, rerr *rpcError) served {
-	closeAfter := w.p.closesAfter(c)
-	b := w.compose(w.out[:0], c, res, rerr, closeAfter)
-	if cap(b) <= 4*readBufSize {
-		w.out = b[:0]
-	}
-	n, err := rawpoll.Write(pc.fd, b)
-	return w.p.written(pc, b, n, err, closeAfter, c.start)
+// end ends the waiting call (it no longer counts among the waiters) with its reply.
+func (pc *parkedCall) end(out []byte, res result, rerr *rpcError, closeAfter bool) []byte {
+	c := pc.call
+	pc.call = call{}
+	pc.s.endPoll(c.pl)
+	return pc.compose(out, &c, res, rerr, closeAfter)
 }
 
 // compose appends the reply of c to b, releases res and counts the request.
-func (w *worker) compose(b []byte, c *call, res result, rerr *rpcError, closeAfter bool) []byte {
+func (pc *parkedCall) compose(b []byte, c *call, res result, rerr *rpcError, closeAfter bool) []byte {
 	now := time.Now()
-	b = w.p.appendReply(b, c, res, rerr, closeAfter, now)
+	b = pc.pk.appendReply(b, c, res, rerr, closeAfter, now)
 	res.release()
-	w.p.observe(c, now)
+	pc.observe(c, now)
 	return b
 }
 
-// written finishes a reply b of which n bytes were written (err: why not all): what became
-// of pc.
-func (p *parker) written(pc *pconn, b []byte, n int, err error, closeAfter bool, start time.Time) served {
-	switch {
-	case n == len(b) && closeAfter:
-		p.close(pc)
-		return released
-	case n == len(b):
-		return replied
-	case err == nil || rawpoll.WouldBlock(err):
-		p.slowWrite(pc, bytes.Clone(b[n:]), closeAfter, start)
-		return released
+// observe counts c's request, answered at now, as the metrics of net/http's requests do.
+func (pc *parkedCall) observe(c *call, now time.Time) {
+	if c.get {
+		pc.pk.getLat.Observe(now.Sub(c.start).Seconds())
+		pc.pk.getOK.Inc()
+		return
 	}
-	p.close(pc)
-	return released
+	pc.pk.rpcLat.Observe(now.Sub(c.start).Seconds())
+	pc.pk.rpcOK.Inc()
 }
-
-// slowWrite finishes a reply the socket could not take at once, in a goroutine of its own,
-// within the write timeout, then serves the connection on.
-func (p *parker) slowWrite(pc *pconn, b []byte, closeAfter bool, start time.Time) {
-	p.mu.Lock()
-	p.writing++
-	p.mu.Unlock()
-	go func() {
-		// A duplicate of the descriptor in Go's poller waits for room.
-		fd, err := rawpoll.Dup(pc.fd)
-		var c *net.TCPConn
-		if err == nil {
-			c, err = netConn(fd)
-		}
-		if err == nil {
-			if d := pc.via.writeTimeout; d > 0 {
-				_ = c.SetWriteDeadline(start.Add(d))
-			}
-			_, err = c.Write(b)
-			c.Close()
-		}
-		p.mu.Lock()
-		p.writing--
-		p.mu.Unlock()
-		if err != nil || closeAfter || p.closing.Load() {
-			p.close(pc)
-			return
-		}
-		(&worker{p: p}).next(pc)
-	}()
-}
-
-// --- replies ------------------------------------------------------------------------------------
 
 // appendReply appends the HTTP response to c, as net/http writes it for the handler of the
 // events method (handleRPC, handleGetEvents).
-func (p *parker) appendReply(b []byte, c *call, res result, rerr *rpcError, closeAfter bool, now time.Time) []byte {
+func (pk *parking) appendReply(b []byte, c *call, res result, rerr *rpcError, closeAfter bool, now time.Time) []byte {
 	var ej []byte
 	if rerr != nil {
 		ej, _ = json.Marshal(rerr)
@@ -1107,7 +243,7 @@ func (p *parker) appendReply(b []byte, c *call, res result, rerr *rpcError, clos
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "Date: "...)
-	b = p.appendDate(b, now)
+	b = pk.appendDate(b, now)
 	if closeAfter {
 		b = append(b, "\r\nConnection: close"...)
 	}
@@ -1131,343 +267,36 @@ type dateLine struct {
 }
 
 // appendDate appends the Date of a reply, formatted once a second.
-func (p *parker) appendDate(b []byte, now time.Time) []byte {
-	d := p.date.Load()
+func (pk *parking) appendDate(b []byte, now time.Time) []byte {
+	d := pk.date.Load()
 	if d == nil || d.sec != now.Unix() {
 		d = &dateLine{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
-		p.date.Store(d)
+		pk.date.Store(d)
 	}
 	return append(b, d.b...)
-}
-
-// --- deadlines ------------------------------------------------------------------------------
-
-// tickWidth is the resolution of deadlines: a wait runs out at most this much late.
-const tickWidth = int64(5 * time.Millisecond)
-
-// deadlines keeps connections in buckets by the tick their deadline falls in, with one timer
-// set for the earliest bucket: a timer wheel that sleeps while no deadline comes.
-type deadlines struct {
-	epoch   time.Time // ticks count from here, on the monotonic clock
-	buckets map[int64]*bucket
-	ticks   []int64 // a min-heap of the buckets' ticks
-	timer   *time.Timer
-	armed   int64 // the tick the timer is set for, when set
-	set     bool
-}
-
-type bucket struct{ head *pconn }
-
-func (d *deadlines) init() {
-	d.epoch = time.Now()
-	d.buckets = make(map[int64]*bucket)
-	d.timer = time.NewTimer(time.Hour)
-	d.timer.Stop()
-}
-
-// add puts pc in the bucket of the first tick at or after at.
-func (d *deadlines) add(pc *pconn, at time.Time) {
-	t := (int64(at.Sub(d.epoch)) + tickWidth - 1) / tickWidth
-	b := d.buckets[t]
-	if b == nil {
-		b = &bucket{}
-		d.buckets[t] = b
-		d.push(t)
-		if !d.set || t < d.armed {
-			d.arm(t)
-		}
-	}
-	pc.bk, pc.bprev, pc.bnext = b, nil, b.head
-	if b.head != nil {
-		b.head.bprev = pc
-	}
-	b.head = pc
-}
-
-func (d *deadlines) arm(t int64) {
-	d.armed, d.set = t, true
-	d.timer.Reset(time.Until(d.epoch.Add(time.Duration(t * tickWidth))))
-}
-
-func (d *deadlines) remove(pc *pconn) {
-	b := pc.bk
-	if b == nil {
-		return
-	}
-	if pc.bprev != nil {
-		pc.bprev.bnext = pc.bnext
-	} else {
-		b.head = pc.bnext
-	}
-	if pc.bnext != nil {
-		pc.bnext.bprev = pc.bprev
-	}
-	pc.bk, pc.bprev, pc.bnext = nil, nil, nil
-}
-
-// due takes out the connections whose deadlines have passed, and sets the timer for the
-// next.
-func (d *deadlines) due(now time.Time) []*pconn {
-	var out []*pconn
-	nt := int64(now.Sub(d.epoch)) / tickWidth
-	for len(d.ticks) > 0 && d.ticks[0] <= nt {
-		t := d.pop()
-		b := d.buckets[t]
-		delete(d.buckets, t)
-		for pc := b.head; pc != nil; {
-			next := pc.bnext
-			pc.bk, pc.bprev, pc.bnext = nil, nil, nil
-			out = append(out, pc)
-			pc = next
-		}
-	}
-	d.set = false
-	if len(d.ticks) > 0 {
-		d.arm(d.ticks[0])
-	}
-	return out
-}
-
-func (d *deadlines) push(t int64) {
-	h := append(d.ticks, t)
-	for i := len(h) - 1; i > 0; {
-		up := (i - 1) / 2
-		if h[up] <= h[i] {
-			break
-		}
-		h[up], h[i] = h[i], h[up]
-		i = up
-	}
-	d.ticks = h
-}
-
-func (d *deadlines) pop() int64 {
-	h := d.ticks
-	t := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, least := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l] < h[least] {
-			least = l
-		}
-		if r < len(h) && h[r] < h[least] {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	d.ticks = h
-	return t
-}
-
-// --- the listener ------------------------------------------------------------------------------
-
-// parkListener is a listener whose connections the parker reads first, and through whose
-// Accept it hands connections to net/http.
-type parkListener struct {
-	net.Listener
-	p                                        *parker
-	headerTimeout, idleTimeout, writeTimeout time.Duration
-	accepted                                 chan acceptResult
-	back                                     chan net.Conn
-	done                                     chan struct{}
-	closeOnce                                sync.Once
-	closeErr                                 error
-}
-
-type acceptResult struct {
-	c   net.Conn
-	err error
-}
-
-// parkKey marks the context of a connection net/http serves for a parkListener.
-type parkKey struct{}
-
-// Attach wraps ln so that long-polls on its connections are parked while they wait (see
-// park.go), and sets up hs, which serves s, to serve them: serve hs on the listener it
-// returns (hs.Serve(s.Attach(hs, ln))). hs's timeouts apply to the connections the parker
-// holds: ReadHeaderTimeout before a connection's first request, IdleTimeout between
-// requests, WriteTimeout to a reply. TLS is served as before, through net/http: serve a
-// listener Attach has not wrapped. Where connections cannot be watched (not Linux), Attach
-// returns ln as it is.
-func (s *Server) Attach(hs *http.Server, ln net.Listener) net.Listener {
-	p := s.parker()
-	if p == nil {
-		return ln
-	}
-	l := &parkListener{
-		Listener: ln, p: p,
-		headerTimeout: hs.ReadHeaderTimeout, idleTimeout: hs.IdleTimeout, writeTimeout: hs.WriteTimeout,
-		accepted: make(chan acceptResult),
-		back:     make(chan net.Conn, 64),
-		done:     make(chan struct{}),
-	}
-	if l.headerTimeout <= 0 {
-		l.headerTimeout = hs.ReadTimeout
-	}
-	if l.idleTimeout <= 0 {
-		l.idleTimeout = hs.ReadTimeout
-	}
-	prev := hs.ConnContext
-	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if prev != nil {
-			ctx = prev(ctx, c)
-		}
-		if bc, ok := c.(*backConn); ok && bc.via == l {
-			ctx = context.WithValue(ctx, parkKey{}, l)
-		}
-		return ctx
-	}
-	hs.RegisterOnShutdown(s.Shutdown)
-	go l.acceptLoop()
-	return l
-}
-
-// acceptLoop accepts connections into the parker's hold; those it cannot hold go to net/http.
-func (l *parkListener) acceptLoop() {
-	for {
-		c, err := l.Listener.Accept()
-		if tc, ok := c.(*net.TCPConn); ok && err == nil {
-			if _, err := l.p.adopt(tc, l, nil, true); err == nil {
-				continue
-			}
-		}
-		select {
-		case l.accepted <- acceptResult{c, err}:
-		case <-l.done:
-			if c != nil {
-				c.Close()
-			}
-			return
-		}
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-	}
-}
-
-// Accept returns the connections for net/http: handed back by the parker, or accepted when
-// the parker could not take them.
-func (l *parkListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.back:
-		return c, nil
-	case r := <-l.accepted:
-		return r.c, r.err
-	case <-l.done:
-		return nil, &net.OpError{Op: "accept", Net: l.Addr().Network(), Addr: l.Addr(), Err: net.ErrClosed}
-	}
-}
-
-func (l *parkListener) Close() error {
-	l.closeOnce.Do(func() {
-		close(l.done)
-		l.closeErr = l.Listener.Close()
-	})
-	return l.closeErr
-}
-
-// deliver hands c to net/http; once the listener is closed, c is closed.
-func (l *parkListener) deliver(c net.Conn) {
-	select {
-	case l.back <- c:
-	case <-l.done:
-		c.Close()
-	}
-}
-
-// backConn is a connection handed to net/http, with the bytes the parker read of it first.
-type backConn struct {
-	*net.TCPConn
-	prefix []byte
-	via    *parkListener
-}
-
-func (c *backConn) Read(b []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(b, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.TCPConn.Read(b)
-}
-
-// WriteTo copies what Read returns, the prefix first (rather than the socket's alone, as
-// TCPConn.WriteTo would).
-func (c *backConn) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(c.prefix)
-	c.prefix = c.prefix[n:]
-	if err != nil {
-		return int64(n), err
-	}
-	m, err := c.TCPConn.WriteTo(w)
-	return int64(n) + m, err
-}
-
-// --- from net/http to the parker --------------------------------------------------------------
-
-// parkVia says through which listener the connection of r can be parked; nil when it cannot
-// (TLS, HTTP/1.0, a listener not attached, or elsewhere than Linux).
-func (s *Server) parkVia(r *http.Request) *parkListener {
-	if r.ProtoMajor != 1 || r.ProtoMinor != 1 {
-		return nil
-	}
-	l, _ := r.Context().Value(parkKey{}).(*parkListener)
-	if l == nil || l.p.closing.Load() {
-		return nil
-	}
-	return l
 }
 
 // parkRequest takes the connection of a request whose call must wait out of net/http and
 // parks the call (counted among the waiters already); false when the connection cannot be
 // taken, and the caller waits for the call as before. The request's body must be read.
-func (s *Server) parkRequest(w http.ResponseWriter, r *http.Request, via *parkListener, c call) bool {
+func (s *Server) parkRequest(w http.ResponseWriter, r *http.Request, via *parker.Listener, c call) bool {
 	sw := statusWriterOf(w)
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
+	if sw != nil {
+		c.start = sw.start
+	}
+	if !via.Park(w, &parkedCall{s: s, pk: s.park.Load(), call: c}, r.Close, c.start) {
 		return false
 	}
 	if sw != nil {
-		sw.parked = true
-		c.start = sw.start
+		sw.parked = true // the parker counts the request when it answers
 	}
-	bc, ok := conn.(*backConn)
-	if !ok {
-		// Not the connection ConnContext saw: nothing to do but close it.
-		conn.Close()
-		s.endPoll(c.pl)
-		return true
-	}
-	pending, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	pending = append(bytes.Clone(pending), bc.prefix...)
-	pc, err := via.p.adopt(bc.TCPConn, via, pending, false)
-	if err != nil {
-		// The node is shutting down: answer with what there is, and close.
-		c.close = true
-		now := time.Now()
-		b := via.p.appendReply(nil, &c, s.emptyPage(c.pl), nil, true, now)
-		s.endPoll(c.pl)
-		via.p.observe(&c, now)
-		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		_, _ = conn.Write(b)
-		conn.Close()
-		return true
-	}
-	pc.call = c
-	via.p.park(pc)
 	return true
 }
 
 // bearerOf returns the token of an Authorization value in the Bearer scheme, as bearer does.
 func bearerOf(auth []byte) string {
 	scheme, token, ok := bytes.Cut(auth, []byte(" "))
-	if !ok || !asciiEqualFold(scheme, "Bearer") {
+	if !ok || !bytes.EqualFold(scheme, []byte("Bearer")) {
 		return ""
 	}
 	return string(bytes.TrimLeft(token, " "))

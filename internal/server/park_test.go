@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +21,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
-	"github.com/evtctl/evtctl/internal/rawpoll"
+	"github.com/evtctl/evtctl/internal/parker"
 	"github.com/evtctl/evtctl/internal/server"
 )
 
@@ -103,35 +104,6 @@ func rpcResult(t *testing.T, b []byte) *result {
 	return r.Result
 }
 
-// sendPaths runs test on a node that sends the replies of woken long-polls through io_uring
-// and on one that writes them one write(2) each.
-func sendPaths(t *testing.T, test func(t *testing.T, cfg server.Config)) {
-	for _, path := range []struct {
-		name string
-		off  bool
-	}{{"io_uring", false}, {"write", true}} {
-		t.Run(path.name, func(t *testing.T) {
-			t.Parallel()
-			test(t, server.Config{NoIOURing: path.off})
-		})
-	}
-}
-
-// checkSendPath skips a test of the io_uring path where the kernel has none for this
-// process, and fails one whose node does not send as cfg says.
-func checkSendPath(t *testing.T, n *node, cfg server.Config) {
-	t.Helper()
-	switch ring := n.srv.SendsThroughRing(); {
-	case cfg.NoIOURing && ring:
-		t.Fatal("the node sends through io_uring with NoIOURing set")
-	case !cfg.NoIOURing && !ring:
-		if _, err := rawpoll.NewRing(8); err != nil {
-			t.Skipf("no io_uring here: %v", err)
-		}
-		t.Fatal("the node does not send through io_uring, which is there")
-	}
-}
-
 func waitForParked(t *testing.T, n *node, want int) {
 	t.Helper()
 	waitUntil(t, fmt.Sprintf("the parker holds %d connections", want), func() bool { return n.srv.Parked() == want })
@@ -199,7 +171,7 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 	waitForWaiters(t, n, 3)
 	waitForParked(t, n, 4)
 
-	n.srv.Shutdown()
+	n.srv.Shutdown(context.Background())
 	for name, w := range map[string]*wire{"rpc": rpc, "get": get, "via net/http": via} {
 		resp, b := w.reply()
 		var r result
@@ -229,12 +201,7 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 func TestKeepAliveAfterParkedWait(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testKeepAliveAfterParkedWait)
-}
-
-func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
-	n := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, n, cfg)
+	n := newMemNode(t)
 	head := n.ingest(ceJSON("/k", "0", "k.t", 0)).Cursor
 	w := dialWire(t, n)
 	w.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
@@ -317,13 +284,7 @@ func testKeepAliveAfterParkedWait(t *testing.T, cfg server.Config) {
 func TestParkedRepliesAsNetHTTP(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testParkedRepliesAsNetHTTP)
-}
-
-func testParkedRepliesAsNetHTTP(t *testing.T, cfg server.Config) {
-	cfg.MaxWaiters = 1
-	parked := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, parked, cfg)
+	parked := newNode(t, server.Config{MaxWaiters: 1}, eventlog.Options{})
 	plain := newUnparkedNode(t, server.Config{MaxWaiters: 1})
 	event := ceJSON("/b", "0", "b.t", 0)
 	parked.ingest(event)
@@ -394,7 +355,7 @@ func TestLongPollOverTLS(t *testing.T) {
 	ts.Listener = srv.Attach(ts.Config, ts.Listener)
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	n := &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 	head := n.ingest(ceJSON("/tls", "0", "tls.t", 0)).Cursor
 	ch := pollAsync(t.Context(), n, pollBody(`{"after":"`+head+`","waitTime":30000000000}`))
@@ -473,7 +434,9 @@ func TestParkedConnectionTimeouts(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
 	n := newNodeWith(t, server.Config{}, func(hs *http.Server) {
-		hs.ReadHeaderTimeout = 50 * time.Millisecond
+		// Long enough for a request sent at once to be read on a busy machine, where a
+		// look of the event loop may come tens of milliseconds late.
+		hs.ReadHeaderTimeout = time.Second
 		hs.IdleTimeout = 100 * time.Millisecond
 	})
 	n.ingest(ceJSON("/i", "0", "i.t", 0))
@@ -497,13 +460,7 @@ func TestParkedConnectionTimeouts(t *testing.T) {
 func TestParkedReplyToASlowReader(t *testing.T) {
 	skipUnlessParking(t)
 	t.Parallel()
-	sendPaths(t, testParkedReplyToASlowReader)
-}
-
-func testParkedReplyToASlowReader(t *testing.T, cfg server.Config) {
-	cfg.MaxItems = 500
-	n := newNode(t, cfg, eventlog.Options{})
-	checkSendPath(t, n, cfg)
+	n := newNode(t, server.Config{MaxItems: 500}, eventlog.Options{})
 	pad := strings.Repeat("x", 8000)
 	var events []string
 	for i := range 300 {
@@ -695,5 +652,244 @@ func TestParkedLongPollsPastAStuckRead(t *testing.T) {
 	n.ingest(ceJSON("/g", "2", "g.t", 2))
 	if _, b := same.reply(); len(rpcResult(t, b).Items) != 1 {
 		t.Fatalf("the long-poll parked past the stuck reads, once woken: %s", abbrev(b))
+	}
+}
+
+// A log whose reads all hang (a store out of reach) holds up nothing but those reads: with
+// every worker stuck in one and more long-polls than the workers' queue holds, new
+// connections are still read, /healthz and ingest answer on them, the deadlines of waits and
+// idle connections still run out, and once the log answers again the calls held up are
+// answered.
+func TestStuckReadsHoldUpNoNewConnection(t *testing.T) {
+	skipUnlessParking(t)
+	// Not parallel: the long-polls take thousands of open files.
+	workers := max(2, runtime.GOMAXPROCS(0))
+	polls := parker.MaxQueuedReads + workers + 1 + 200 // more than the workers and their queue take
+	if limit := openFileLimit(t); limit < uint64(2*polls+1000) {
+		t.Skipf("%d long-polls need about %d open files; the limit is %d", polls, 2*polls+1000, limit)
+	}
+	l := openLog(t, eventlog.Options{})
+	gs := &gatedStore{Store: l}
+	n := serveNodeWith(t, server.Config{Store: gs, MaxWaiters: 2}, l, true, func(hs *http.Server) {
+		hs.IdleTimeout = 300 * time.Millisecond
+	})
+	t.Cleanup(gs.open)
+	head := n.ingest(ceJSON("/s", "0", "s.t", 0)).Cursor
+	// A waiter whose finding (nothing after head) later calls asking the same take without a
+	// read of their own.
+	same := `{"after":"` + head + `","waitTime":30000000000}`
+	first := dialWire(t, n)
+	first.send(rpcPoll(1, same))
+	waitForWaiters(t, n, 1)
+
+	gs.shut()
+	addr := n.ts.Listener.Addr().String()
+	var mu sync.Mutex
+	var flood []net.Conn
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < polls; i += 4 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					errs <- fmt.Errorf("long-poll %d: %w", i, err)
+					return
+				}
+				mu.Lock()
+				flood = append(flood, c)
+				mu.Unlock()
+				// Each asks its own question: no two share a read.
+				q := fmt.Sprintf(`{"after":"%s","filter":{"query":"tm.event = 'f%d'"},"waitTime":30000000000}`, head, i)
+				if _, err := io.WriteString(c, rpcPoll(i, q)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	t.Cleanup(func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	})
+	for err := range errs {
+		t.Fatal(err)
+	}
+	waitUntil(t, "every worker's read hangs", func() bool { return gs.inFlight.Load() >= int32(workers) })
+	waitUntil(t, "the workers' queue is full", func() bool { return server.QueuedReads(n.srv) >= parker.MaxQueuedReads })
+
+	probe := dialWire(t, n)
+	probe.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+	if resp, b := probe.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz on a new connection while reads hang: HTTP %d %s", resp.StatusCode, b)
+	}
+
+	// A long-poll net/http reads (its body is chunked) and parks, whose wait runs out.
+	via := dialWire(t, n)
+	body := `{"jsonrpc":"2.0","id":2,"method":"events","params":{"after":"` + head + `","waitTime":"50ms"}}`
+	via.send("POST / HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		strconv.FormatInt(int64(len(body)), 16) + "\r\n" + body + "\r\n0\r\n\r\n")
+	waitForWaiters(t, n, 2)
+	// A long-poll over --max-waiters, answered at once; its connection then idles past the
+	// idle timeout, whose deadline comes after that wait's.
+	idle := dialWire(t, n)
+	idle.send(rpcPoll(3, same))
+	if _, b := idle.reply(); !bytes.Contains(b, []byte(`"code":-32000`)) {
+		t.Fatalf("a long-poll over --max-waiters: %s", abbrev(b))
+	}
+	if !idle.closed() {
+		t.Fatal("an idle connection outlived its idle timeout while reads hang")
+	}
+	// The wait that ran out was taken off its list by then: the append below does not wake it.
+
+	producer := dialWire(t, n)
+	ev := ceJSON("/s", "1", "s.t", 1)
+	producer.send("POST /events HTTP/1.1\r\nHost: node\r\nContent-Type: application/cloudevents+json\r\nContent-Length: " +
+		strconv.Itoa(len(ev)) + "\r\n\r\n" + ev)
+	if resp, b := producer.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("ingest on a new connection while reads hang: HTTP %d %s", resp.StatusCode, b)
+	}
+
+	// Their clients give up; the log answers again.
+	for _, c := range flood {
+		c.Close()
+	}
+	gs.open()
+	if _, b := via.reply(); !bytes.Contains(b, []byte(`"id":2`)) || len(rpcResult(t, b).Items) != 0 {
+		t.Fatalf("the wait that ran out, once the log answers: %s", abbrev(b))
+	}
+	if _, b := first.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("the waiter woken by the ingest, once the log answers: %s", abbrev(b))
+	}
+}
+
+// logBuffer collects a node's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// When watching connections fails, the node says so and serves on through net/http: a
+// waiting long-poll is answered with what it has, and every connection, held or new, is
+// net/http's from then on, its long-polls waiting in their requests' goroutines.
+func TestPollerFailureHandsConnectionsToNetHTTP(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	l := openLog(t, eventlog.Options{})
+	var logs logBuffer
+	srv := server.New(server.Config{Store: l, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ts := httptest.NewUnstartedServer(srv)
+	var brk func(error)
+	ts.Listener, brk = server.AttachBreakable(srv, ts.Config, ts.Listener)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	n := &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
+
+	head := n.ingest(ceJSON("/p", "0", "p.t", 0)).Cursor
+	waiter := dialWire(t, n)
+	waiter.send(rpcPoll(1, `{"after":"`+head+`","waitTime":30000000000}`))
+	idle := dialWire(t, n)
+	idle.send(rpcPoll(2, `{"maxItems":1}`))
+	if _, b := idle.reply(); len(rpcResult(t, b).Items) != 1 {
+		t.Fatalf("a read: %s", b)
+	}
+	waitForWaiters(t, n, 1)
+	waitForParked(t, n, 2)
+
+	brk(errors.New("injected poller failure"))
+	probe := dialWire(t, n) // its request is the event at which the poller fails
+	probe.send("GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n")
+	if resp, b := probe.reply(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz on a new connection after the poller failed: HTTP %d %s", resp.StatusCode, b)
+	}
+	if resp, b := waiter.reply(); resp.Close || len(rpcResult(t, b).Items) != 0 {
+		t.Fatalf("the waiting long-poll, when the poller failed: close %v %s", resp.Close, b)
+	}
+	if !strings.Contains(logs.String(), "injected poller failure") || n.srv.Parks() {
+		t.Fatalf("after the poller failed: parks %v; log:\n%s", n.srv.Parks(), logs.String())
+	}
+	waitForParked(t, n, 0)
+
+	// The same connections and a new one, each long-polling in net/http now.
+	fresh := dialWire(t, n)
+	for i, w := range []*wire{waiter, idle, fresh} {
+		w.send(rpcPoll(10+i, `{"after":"`+head+`","waitTime":30000000000}`))
+	}
+	waitForWaiters(t, n, 3)
+	if n.srv.Parked() != 0 {
+		t.Fatalf("%d connections parked after the poller failed", n.srv.Parked())
+	}
+	added := n.ingest(ceJSON("/p", "1", "p.t", 1)).Cursor
+	for i, w := range []*wire{waiter, idle, fresh} {
+		if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":`+strconv.Itoa(10+i))) || rpcResult(t, b).Items[0].Cursor != added {
+			t.Fatalf("long-poll %d in net/http: %s", i, b)
+		}
+	}
+}
+
+// Shutdown waits for the calls the parker holds as long as its context lets it: while a read
+// of the log holds one up, it returns when the context ends, with its error; with time
+// enough, once the read ends and the call is answered.
+func TestShutdownWaitsAsItsContextSays(t *testing.T) {
+	skipUnlessParking(t)
+	t.Parallel()
+	for _, cut := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cut=%v", cut), func(t *testing.T) {
+			t.Parallel()
+			l := openLog(t, eventlog.Options{})
+			gs := &gatedStore{Store: l}
+			n := serveNode(t, server.Config{Store: gs}, l)
+			t.Cleanup(gs.open)
+			gs.shut()
+			w := dialWire(t, n)
+			w.send(rpcPoll(1, `{"maxItems":1}`))
+			waitUntil(t, "the read hangs", func() bool { return gs.inFlight.Load() == 1 })
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- n.srv.Shutdown(ctx) }()
+			waitUntil(t, "the node is shutting down", func() bool {
+				resp, _ := n.get("/healthz")
+				return resp.StatusCode == http.StatusServiceUnavailable
+			})
+			select {
+			case err := <-done:
+				t.Fatalf("Shutdown returned while a call was held up: %v", err)
+			default:
+			}
+			if cut {
+				cancel()
+				if err := <-done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("Shutdown cut short: %v, want context.Canceled", err)
+				}
+				return
+			}
+			gs.open()
+			if err := <-done; err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			if resp, b := w.reply(); !resp.Close || len(rpcResult(t, b).Items) != 0 {
+				t.Fatalf("the call held up, once answered: close %v %s", resp.Close, b)
+			}
+		})
 	}
 }

@@ -16,10 +16,10 @@ import (
 //
 //   - The state of a call lives in a small heap object (poll), and the functions that decode,
 //     read and encode return before anything waits.
-//   - A call that must wait is parked (park.go): its connection leaves net/http, and nothing
-//     but the poll, the connection and a few links stays. Where it cannot be (TLS, a batch,
-//     elsewhere than Linux), the goroutine of its request waits with a shallow stack, which
-//     the runtime can shrink to its smallest useful size.
+//   - A call that must wait is parked (package parker): its connection leaves net/http, and
+//     nothing but the poll, the connection and a few links stays. Where it cannot be (TLS, a
+//     batch, elsewhere than Linux), the goroutine of its request waits with a shallow stack,
+//     which the runtime can shrink to its smallest useful size.
 //   - Waiters woken by the same append that ask the same question (cursor, filter, size,
 //     order) share one read of the log and one encoded page (sharedPage).
 

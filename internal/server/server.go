@@ -28,6 +28,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/internal/parker"
 )
 
 // Config configures a Server. Zero values take the defaults noted.
@@ -62,9 +63,6 @@ type Config struct {
 	// that spends it stops and says where to resume; default 1.5e9, about a second of CPU for
 	// the costliest filter.
 	ScanBudget int64
-	// NoIOURing has parked long-polls answered and read one write(2) and read(2) each,
-	// rather than many connections to an io_uring_enter.
-	NoIOURing bool
 }
 
 // Server is an http.Handler serving the node's API.
@@ -87,7 +85,7 @@ type Server struct {
 
 	readToken *[sha256.Size]byte // the digest of Config.ReadToken; nil when it is ""
 	parkOnce  sync.Once
-	park      atomic.Pointer[parker] // started by Attach; nil where connections cannot be watched
+	park      atomic.Pointer[parking] // started by Attach; nil where connections cannot be watched
 }
 
 // New returns a Server for cfg.
@@ -177,52 +175,40 @@ func (s *Server) route(pattern, name string, h http.Handler) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 // Shutdown wakes every waiting long-poll, which answers at once with what it has. Call it
-// before http.Server.Shutdown so that waiting readers do not hold shutdown up. It returns
-// once the replies of parked long-polls are written (or after a few seconds, when a client
-// does not read its reply), and the connections the parker held between requests closed.
-func (s *Server) Shutdown() {
+// before http.Server.Shutdown, with the same context, so that waiting readers do not hold
+// shutdown up. It returns once the replies of parked long-polls are written and the
+// connections the parker held between requests closed, or when ctx ends first (a read of
+// the log holds a reply up), with ctx's error. Calls after the first return at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
 	s.quitOnce.Do(func() {
 		close(s.quit)
 		s.parkOnce.Do(func() {}) // none is started from now on
-		if p := s.park.Load(); p != nil {
-			p.shutdown()
+		if pk := s.park.Load(); pk != nil {
+			err = pk.p.Shutdown(ctx)
 		}
 	})
-}
-
-// parker returns the Server's parker, started at the first call; nil where connections
-// cannot be watched, or once the Server has shut down.
-func (s *Server) parker() *parker {
-	s.parkOnce.Do(func() {
-		if p := newParker(s); p != nil {
-			s.park.Store(p)
-		}
-	})
-	return s.park.Load()
+	return err
 }
 
 // Waiters is the number of long-polls waiting now.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
 
-// Parks says whether long-polls wait parked out of net/http (after Attach, on Linux).
-func (s *Server) Parks() bool { return s.park.Load() != nil }
-
-// SendsThroughRing says whether parked long-polls are answered through io_uring.
-func (s *Server) SendsThroughRing() bool {
-	p := s.park.Load()
-	return p != nil && p.rings
+// Parks says whether long-polls wait parked out of net/http (after Attach, on Linux, while
+// the connections can be watched).
+func (s *Server) Parks() bool {
+	pk := s.park.Load()
+	return pk != nil && !pk.p.Off()
 }
 
 // Parked is the number of connections the parker holds out of net/http: those of waiting
 // long-polls, and those between requests.
 func (s *Server) Parked() int {
-	p := s.park.Load()
-	if p == nil {
+	pk := s.park.Load()
+	if pk == nil {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.owned
+	return pk.p.Held()
 }
 
 // --- auth -------------------------------------------------------------------------------
@@ -465,7 +451,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 // wait and its connection can be parked; then the result says parked, and the parker
 // answers.
 func (s *Server) eventsParked(w http.ResponseWriter, r *http.Request, p *eventsParams, c call) (result, *rpcError) {
-	via := s.parkVia(r)
+	via := parker.Via(r)
 	if via == nil {
 		return s.events(r.Context(), p)
 	}
@@ -473,7 +459,7 @@ func (s *Server) eventsParked(w http.ResponseWriter, r *http.Request, p *eventsP
 	if pl == nil {
 		return res, rerr
 	}
-	c.pl, c.get, c.close, c.start = pl, r.Method == http.MethodGet, r.Close, time.Now()
+	c.pl, c.get, c.start = pl, r.Method == http.MethodGet, time.Now()
 	c.due = c.start.Add(pl.wait)
 	if s.parkRequest(w, r, via, c) {
 		return result{parked: true}, nil

@@ -92,7 +92,7 @@ func serveNodeWith(t testing.TB, cfg server.Config, l *eventlog.Log, parked bool
 	}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown) // runs first: waiting long-polls must not hold ts.Close up
+	t.Cleanup(func() { srv.Shutdown(context.Background()) }) // runs first: waiting long-polls must not hold ts.Close up
 	return &node{t: t, srv: srv, log: l, ts: ts, hc: ts.Client()}
 }
 
@@ -108,7 +108,7 @@ func newFakeClockNode(t *testing.T, cfg server.Config) (*node, *readCounter) {
 	rc := &readCounter{Store: l}
 	cfg.Store = rc
 	srv := server.New(cfg)
-	t.Cleanup(srv.Shutdown)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	return &node{t: t, srv: srv, log: l, hc: &http.Client{Transport: inprocess.Transport{Handler: srv}}}, rc
 }
 
@@ -693,7 +693,7 @@ func TestMetrics(t *testing.T) {
 	}()
 	waitUntil(t, "the long-poll waits", func() bool { return n.srv.Waiters() == 1 })
 	wantMetric(t, scrape(t, n), "evtctl_waiting_readers", 1)
-	n.srv.Shutdown()
+	n.srv.Shutdown(context.Background())
 	select {
 	case r := <-done:
 		if r == nil || len(r.Items) != 0 {
@@ -929,7 +929,7 @@ func TestHealthAndIndex(t *testing.T) {
 	if resp, _ := n.do(n.newRequest(http.MethodDelete, "/events", "", nil)); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("DELETE /events: HTTP %d", resp.StatusCode)
 	}
-	n.srv.Shutdown()
+	n.srv.Shutdown(context.Background())
 	resp, b = n.get("/healthz")
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "shutting down") {
 		t.Fatalf("healthz after Shutdown: HTTP %d %s", resp.StatusCode, b)

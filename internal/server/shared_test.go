@@ -50,7 +50,7 @@ func newShareServer(t *testing.T) (*Server, *eventlog.Log, *countingStore) {
 	t.Cleanup(func() { l.Close() })
 	cs := &countingStore{Store: l}
 	s := New(Config{Store: cs, MaxWait: time.Hour}) // only a wake answers a waiter within a test
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return s, l, cs
 }
 

@@ -78,7 +78,7 @@ func benchmarkWakeWaiters(b *testing.B, parked bool) {
 	}
 	go func() { _ = hs.Serve(ln) }()
 	defer func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(ctx)

@@ -58,7 +58,7 @@ func startNode(t *testing.T, withoutAscending bool) *testNode {
 	})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ts.Close()
 		store.Close()
 	})

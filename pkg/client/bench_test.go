@@ -36,7 +36,7 @@ func BenchmarkRangeAsc(b *testing.B) {
 	srv := server.New(server.Config{Store: store, MaxItems: page})
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	defer srv.Shutdown()
+	defer srv.Shutdown(context.Background())
 	for range total / page {
 		entries := make([]eventlog.Entry, page)
 		for i := range entries {
@@ -80,7 +80,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 	srv := server.New(server.Config{Store: store})
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	defer srv.Shutdown()
+	defer srv.Shutdown(context.Background())
 
 	var mu sync.Mutex
 	received := make(map[string]time.Time, b.N)

@@ -402,7 +402,7 @@ func (n *evtNode) stop() {
 	n.log, n.srv, n.ts = nil, nil, nil
 	n.mu.Unlock()
 	if ts != nil {
-		srv.Shutdown()
+		srv.Shutdown(context.Background())
 		ts.Close()
 	}
 	if l != nil {

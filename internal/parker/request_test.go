@@ -1,4 +1,4 @@
-package server
+package parker
 
 import (
 	"bufio"
@@ -20,15 +20,15 @@ func TestParseRequest(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
 		st    parseStatus
-		check func(httpRequest) bool
+		check func(Request) bool
 	}{
-		{post, parseOK, func(r httpRequest) bool { return !r.get && string(r.body) == body && string(r.host) == "node:7480" }},
-		{post + "POST / HT", parseOK, func(r httpRequest) bool { return string(r.body) == body }},
+		{post, parseOK, func(r Request) bool { return !r.Get && string(r.Body) == body && string(r.Host) == "node:7480" }},
+		{post + "POST / HT", parseOK, func(r Request) bool { return string(r.Body) == body }},
 		{"GET /events?after=x&waitTime=1s HTTP/1.1\r\nhost: [::1]:80\r\nConnection: Close\r\nauthorization:  Bearer t \r\n\r\n", parseOK,
-			func(r httpRequest) bool {
-				return r.get && r.close && string(r.query) == "after=x&waitTime=1s" && string(r.auth) == "Bearer t" && string(r.host) == "[::1]:80"
+			func(r Request) bool {
+				return r.Get && r.Close && string(r.Query) == "after=x&waitTime=1s" && string(r.Auth) == "Bearer t" && string(r.Host) == "[::1]:80"
 			}},
-		{"GET /events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", parseOK, func(r httpRequest) bool { return r.get && len(r.query) == 0 }},
+		{"GET /events HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", parseOK, func(r Request) bool { return r.Get && len(r.Query) == 0 }},
 		{"", parseMore, nil},
 		{"PO", parseMore, nil},
 		{post[:len(post)-1], parseMore, nil},
@@ -105,15 +105,15 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		rest, _ := io.ReadAll(br)
 		method := "POST"
-		if req.get {
+		if req.Get {
 			method = "GET"
 		}
 		switch {
-		case hr.Method != method, hr.RequestURI != string(req.target), hr.Proto != "HTTP/1.1",
-			hr.Host != string(req.host), hr.ContentLength != int64(len(req.body)), hr.TransferEncoding != nil,
-			!bytes.Equal(body, req.body), hr.Close != req.close, !bytes.Equal(rest, in[n:]),
-			len(hr.Header.Values("Authorization")) > 1, hr.Header.Get("Authorization") != string(req.auth),
-			req.get && hr.URL.RawQuery != string(req.query):
+		case hr.Method != method, hr.RequestURI != string(req.Target), hr.Proto != "HTTP/1.1",
+			hr.Host != string(req.Host), hr.ContentLength != int64(len(req.Body)), hr.TransferEncoding != nil,
+			!bytes.Equal(body, req.Body), hr.Close != req.Close, !bytes.Equal(rest, in[n:]),
+			len(hr.Header.Values("Authorization")) > 1, hr.Header.Get("Authorization") != string(req.Auth),
+			req.Get && hr.URL.RawQuery != string(req.Query):
 			t.Fatalf("%q: read as %+v, but net/http reads %s %s %s host %q length %d body %q close %v auth %q rest %q",
 				in, req, hr.Method, hr.RequestURI, hr.Proto, hr.Host, hr.ContentLength, body, hr.Close, hr.Header.Get("Authorization"), rest)
 		}

@@ -1,8 +1,8 @@
-package server
+package parker
 
 import "bytes"
 
-// The parked connections' own request parser (see park.go). It reads only the requests a
+// The parker's own request parser. It reads only the requests a
 // long-polling client sends over and over, in the plainest form HTTP/1.1 allows:
 //
 //	POST / HTTP/1.1                       GET /events?after=… HTTP/1.1
@@ -16,17 +16,6 @@ import "bytes"
 // chunked body, Expect or Upgrade, a header folded or holding bytes outside printable ASCII,
 // a line ended by LF alone, a request cut short — is left to net/http, which reads it from
 // the start. What it takes, net/http takes too, and reads the same way (FuzzParseRequest).
-
-// httpRequest is what the parser read of a request.
-type httpRequest struct {
-	get    bool   // GET /events…, else POST /
-	target []byte // the request-target, as sent
-	query  []byte // of a GET: what follows the '?' of its target
-	host   []byte
-	auth   []byte // the Authorization header's value; nil when there is none
-	close  bool   // Connection: close
-	body   []byte
-}
 
 type parseStatus int
 
@@ -42,13 +31,13 @@ const maxRequestHead = 2048
 
 // parseRequest reads the request at the start of b. With parseOK it also returns the
 // request's length in b; the request's fields point into b.
-func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
+func parseRequest(b []byte) (req Request, n int, st parseStatus) {
 	i := 0
 	switch {
 	case bytes.HasPrefix(b, []byte("POST ")):
 		i = 5
 	case bytes.HasPrefix(b, []byte("GET ")):
-		req.get, i = true, 4
+		req.Get, i = true, 4
 	case bytes.HasPrefix([]byte("POST "), b), bytes.HasPrefix([]byte("GET "), b):
 		return req, 0, parseMore
 	default:
@@ -66,14 +55,14 @@ func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
 	if i == len(b) {
 		return req, 0, more(len(b))
 	}
-	req.target = b[start:i]
-	if req.get {
-		path, query, _ := bytes.Cut(req.target, []byte("?"))
+	req.Target = b[start:i]
+	if req.Get {
+		path, query, _ := bytes.Cut(req.Target, []byte("?"))
 		if string(path) != "/events" {
 			return req, 0, parseNo
 		}
-		req.query = query
-	} else if string(req.target) != "/" {
+		req.Query = query
+	} else if string(req.Target) != "/" {
 		return req, 0, parseNo
 	}
 	const proto = " HTTP/1.1\r\n"
@@ -130,7 +119,7 @@ func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
 		switch {
 		case asciiEqualFold(name, "Host"):
 			hosts++
-			req.host = val
+			req.Host = val
 		case asciiEqualFold(name, "Content-Length"):
 			if length >= 0 {
 				return req, 0, parseNo
@@ -140,12 +129,12 @@ func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
 			}
 		case asciiEqualFold(name, "Authorization"):
 			auths++
-			req.auth = val
+			req.Auth = val
 		case asciiEqualFold(name, "Connection"):
 			conns++
 			switch {
 			case asciiEqualFold(val, "close"):
-				req.close = true
+				req.Close = true
 			case asciiEqualFold(val, "keep-alive"):
 			default:
 				return req, 0, parseNo
@@ -158,11 +147,11 @@ func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
 			return req, 0, parseNo
 		}
 	}
-	if hosts != 1 || !validHost(req.host) || auths > 1 || conns > 1 {
+	if hosts != 1 || !validHost(req.Host) || auths > 1 || conns > 1 {
 		return req, 0, parseNo
 	}
 	switch {
-	case req.get && length > 0, !req.get && length < 0:
+	case req.Get && length > 0, !req.Get && length < 0:
 		// A GET with a body, or a POST whose body's end is not given by its length.
 		return req, 0, parseNo
 	case length < 0:
@@ -171,7 +160,7 @@ func parseRequest(b []byte) (req httpRequest, n int, st parseStatus) {
 	if len(b)-i < length {
 		return req, 0, more(i + length)
 	}
-	req.body = b[i : i+length]
+	req.Body = b[i : i+length]
 	return req, i + length, parseOK
 }
 

@@ -1,4 +1,4 @@
-package server
+package parker
 
 import (
 	"math/rand/v2"
@@ -13,10 +13,10 @@ func TestDeadlines(t *testing.T) {
 	d.init()
 	defer d.timer.Stop()
 	rng := rand.New(rand.NewPCG(1, 2))
-	at := map[*pconn]time.Time{}
-	removed := map[*pconn]bool{}
+	at := map[*conn]time.Time{}
+	removed := map[*conn]bool{}
 	for range 2000 {
-		pc := &pconn{}
+		pc := &conn{}
 		at[pc] = d.epoch.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
 		d.add(pc, at[pc])
 		if rng.IntN(10) == 0 {
@@ -24,7 +24,7 @@ func TestDeadlines(t *testing.T) {
 			removed[pc] = true
 		}
 	}
-	seen := map[*pconn]bool{}
+	seen := map[*conn]bool{}
 	for now := d.epoch; now.Before(d.epoch.Add(4 * time.Second)); now = now.Add(time.Duration(rng.Int64N(int64(7 * time.Millisecond)))) {
 		for _, pc := range d.due(now) {
 			switch {
