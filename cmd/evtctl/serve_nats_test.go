@@ -519,8 +519,9 @@ func failStreamLeader(t *testing.T, url, stream, how string, fail func(name stri
 type foreignPublisher struct {
 	mu    sync.Mutex
 	acked map[string]uint64 // id → stream sequence
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	stop   chan struct{}
+	halted sync.Once
+	wg     sync.WaitGroup
 }
 
 func startForeignPublisher(t *testing.T, url string) *foreignPublisher {
@@ -534,6 +535,9 @@ func startForeignPublisher(t *testing.T, url string) *foreignPublisher {
 		t.Fatal(err)
 	}
 	p.wg.Add(1)
+	// A test that fails before it halts the publisher stops it on the way out, before the
+	// server goes: a publish failing after the test ended would fail the whole package.
+	t.Cleanup(func() { p.halt() })
 	go func() {
 		defer p.wg.Done()
 		defer nc.Close()
@@ -566,7 +570,7 @@ func startForeignPublisher(t *testing.T, url string) *foreignPublisher {
 }
 
 func (p *foreignPublisher) halt() map[string]uint64 {
-	close(p.stop)
+	p.halted.Do(func() { close(p.stop) })
 	p.wg.Wait()
 	return p.acked
 }
