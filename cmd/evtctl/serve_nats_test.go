@@ -517,8 +517,8 @@ func failStreamLeader(t *testing.T, url, stream, how string, fail func(name stri
 // a Nats-Msg-Id, which a node serves as the event's id) until stopped, and records the
 // stream sequence of each one stored.
 type foreignPublisher struct {
-	mu    sync.Mutex
-	acked map[string]uint64 // id → stream sequence
+	mu     sync.Mutex
+	acked  map[string]uint64 // id → stream sequence
 	stop   chan struct{}
 	halted sync.Once
 	wg     sync.WaitGroup
