@@ -333,3 +333,64 @@ func TestPathologicalFilters(t *testing.T) {
 		}
 	}
 }
+
+// Error replies count against a batch's reply budget as they are: a batch whose first call
+// takes the budget's worth of items and whose other calls are refused with long messages
+// stays within MaxReplyBytes, and no message echoes more than a bounded part of a request.
+func TestBatchReplyBoundedWithErrors(t *testing.T) {
+	n := newNode(t, server.Config{MaxItems: 1000, MaxRPCBody: 1 << 20}, eventlog.Options{})
+	bigEvents(n, 100, 60<<10) // 6 MB: the first call alone asks for more than the budget
+	calls := []string{`{"jsonrpc":"2.0","id":0,"method":"events","params":{"maxItems":1000,"before":"7fffffffffffffff-0000000000000000"}}`}
+	for i := 1; i < 16; i++ {
+		// Bytes that are not UTF-8 come back as U+FFFD, three bytes each.
+		bad := strings.Repeat("\xff", 60<<10)
+		if i%2 == 0 {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s"}`, i, bad))
+		} else {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"events","params":{"waitTime":"%s"}}`, i, bad))
+		}
+	}
+	resp, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, abbrev(b))
+	}
+	if len(b) > 4<<20+2 {
+		t.Fatalf("a reply of %d bytes, over the budget of %d", len(b), 4<<20)
+	}
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	if len(replies) != 16 || replies[0].Result == nil || len(replies[0].Result.Items) == 0 || !replies[0].Result.More {
+		t.Fatalf("%d replies, the first %s", len(replies), abbrev(b))
+	}
+	for i, r := range replies[1:] {
+		if r.Error == nil || len(r.Error.Data) > 2<<10 {
+			t.Fatalf("call %d: want an error of at most 2 KiB, got %s", i+1, abbrev(b[:min(len(b), 300)]))
+		}
+	}
+}
+
+// A call of a batch that finds the request's scan budget spent by the calls before it
+// answers "items":[] and "more":true at once, as one that finds the reply budget spent does.
+func TestBatchCallsAfterTheScanBudget(t *testing.T) {
+	n := newNode(t, server.Config{MaxItems: 1000, ScanBudget: 5_000_000}, eventlog.Options{})
+	bigEvents(n, 300, 60<<10)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"maxItems":1000,"before":"7fffffffffffffff-0000000000000000","filter":{"query":"type = 'big.t'"}}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	_, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	if len(replies) != 16 || replies[0].Result == nil || len(replies[0].Result.Items) == 0 || !replies[0].Result.More {
+		t.Fatalf("the first call: %s", abbrev(b))
+	}
+	for i, r := range replies[1:] {
+		if r.Result == nil {
+			t.Fatalf("call %d after the scan budget was spent: %+v", i+1, r.Error)
+		}
+		if res := r.Result; len(res.Items) != 0 || !res.More || res.Newest == "" {
+			t.Fatalf("call %d after the scan budget was spent: %d items, more %v, newest %q", i+1, len(res.Items), res.More, res.Newest)
+		}
+	}
+}

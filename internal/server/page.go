@@ -187,6 +187,13 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 	left := *scan
 	defer func() { *scan = left }()
 	perRecord := int64(max(work, 1)) * int64(s.cfg.MaxEventSize)
+	if (pw.room() < minItemBytes && !pw.force) || (q.Match != nil && left < perRecord && left < s.cfg.ScanBudget) {
+		// The reply's budget, or the filter's, was spent by the calls before this one: it
+		// answers no items and more:true at once (cut short: a long-poll does not wait), and
+		// reads only where the log stands.
+		pw.cut = true
+		return s.readBounds(ctx, q)
+	}
 	largest := int(s.largestItem.Load()) // the largest item a step may meet
 	if largest == 0 {
 		largest = s.cfg.MaxEventSize
@@ -265,6 +272,18 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 			q.Before = next
 		}
 	}
+}
+
+// readBounds reads where the log stands, for a call that reads no items: a page of none
+// that says more:true.
+func (s *Server) readBounds(ctx context.Context, q eventlog.Query) (pageEnd, error) {
+	q.Match, q.Budget, q.Max = nil, 0, 1
+	page, err := s.cfg.Store.Read(ctx, q)
+	if err != nil {
+		return pageEnd{}, err
+	}
+	page.Release()
+	return pageEnd{more: true, oldest: page.Oldest, newest: page.Newest, ascending: q.Ascending}, nil
 }
 
 // progressed reports whether next lies beyond where q starts, so that a read from next

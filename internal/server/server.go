@@ -400,8 +400,26 @@ const (
 	codeBusy           = -32000 // evtctl: too many waiting readers, or the log is unavailable; retry
 )
 
+// maxErrorData bounds the data of an error object: a message may quote a request, and a
+// reply must not grow with what a client sends.
+const maxErrorData = 1 << 10
+
 func newRPCError(code int, data string) *rpcError {
-	return &rpcError{Code: code, Message: rpcMessage(code), Data: data}
+	return &rpcError{Code: code, Message: rpcMessage(code), Data: cutText(data, maxErrorData)}
+}
+
+// cutText returns s, or when it is longer than n bytes its first bytes and "…", n bytes in
+// all at most, cut between two characters.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	i := max(n-len(more), 0)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + more
 }
 
 func rpcMessage(code int) string {
@@ -511,10 +529,17 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		c := &calls[i]
 		c.id, c.p, c.rerr = decodeCall(raw)
 		reqs[i] = nil
-		if c.rerr != nil || c.p != nil {
-			c.room = envelopeSize(c.id) + replyTrailer
-			kept += c.room
+		switch {
+		case c.rerr != nil:
+			// Its reply is known: it takes what it takes.
+			out.Reset()
+			appendRPC(&out, c.id, nil, c.rerr)
+			c.room = out.Len() + 1
+		case c.p != nil:
+			// A page with no items, or an error of the read, whose message is cut to fit.
+			c.room = envelopeSize(c.id) + callRoom
 		}
+		kept += c.room
 	}
 	left := s.cfg.MaxReplyBytes
 	scan := s.cfg.ScanBudget
@@ -540,6 +565,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		replies++
 		items += res.items
 		if rerr != nil {
+			if c.rerr == nil {
+				rerr = fitError(rerr, callRoom)
+			}
 			appendRPC(&out, c.id, nil, rerr)
 			_, _ = w.Write(out.Bytes())
 		} else {
@@ -565,7 +593,29 @@ type batchCall struct {
 	id   json.RawMessage
 	p    *eventsParams // nil for a notification or an error
 	rerr *rpcError
-	room int // bytes its reply takes when it is an error or a page without items
+	room int // bytes its reply takes at least: its error, or a page without items
+}
+
+// callRoom is the room of a call's reply in a batch beside its envelope, kept for it until it
+// runs: the end of a page, or an error object.
+const callRoom = 2 * replyTrailer
+
+// fitError returns e with its data cut so that the error object takes at most n bytes.
+func fitError(e *rpcError, n int) *rpcError {
+	b, _ := json.Marshal(e)
+	if len(b) <= n {
+		return e
+	}
+	cut := *e
+	// JSON may take up to six bytes for one of the data's.
+	cut.Data = cutText(e.Data, max(len(e.Data)-(len(b)-n), 0))
+	for {
+		b, _ = json.Marshal(&cut)
+		if len(b) <= n || cut.Data == "" {
+			return &cut
+		}
+		cut.Data = cutText(cut.Data, len(cut.Data)/2)
+	}
 }
 
 func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
