@@ -141,7 +141,7 @@ func bodyBytes(t *testing.T, n *node) float64 {
 // 503 rather than held, and the bytes are given back when a request is done.
 func TestBodyMemoryIsBounded(t *testing.T) {
 	h := newHeldNode(t, server.Config{MaxBodyMemory: 64 << 10, MaxBody: 64 << 10, MaxRPCBody: 16 << 10})
-	conn := h.hold(t, "/events", "application/cloudevents+json", 60<<10, "")
+	conn := h.hold(t, "/events", "application/cloudevents+json", 60<<10, strings.Repeat("x", 60<<10-1))
 	waitUntil(t, "the held body counts", func() bool { return bodyBytes(t, h.node) == 60<<10 })
 	ev := ceJSON("/big", "1", "big.t", 1)
 	ev = ev[:len(ev)-1] + `,"pad":"` + strings.Repeat("x", 8<<10) + `"}`
@@ -392,5 +392,58 @@ func TestBatchCallsAfterTheScanBudget(t *testing.T) {
 		if res := r.Result; len(res.Items) != 0 || !res.More || res.Newest == "" {
 			t.Fatalf("call %d after the scan budget was spent: %d items, more %v, newest %q", i+1, len(res.Items), res.More, res.Newest)
 		}
+	}
+}
+
+// Bodies count against MaxBodyMemory as their bytes arrive, not as their Content-Length
+// says they will: 64 POSTs that declare the largest body and send none of it hold next to
+// nothing, and a producer beside them is served.
+func TestDeclaredBodiesHoldNoMemory(t *testing.T) {
+	h := newHeldNode(t, server.Config{BodyTimeout: time.Minute})
+	for range 64 {
+		h.hold(t, "/events", "application/cloudevents-batch+json", 8<<20, "")
+	}
+	waitUntil(t, "the body-less POSTs reach the handler", func() bool { return h.held.Load() == 64 })
+	if got := bodyBytes(t, h.node); got > 64<<10 {
+		t.Fatalf("64 POSTs that sent no body hold %v bytes", got)
+	}
+	resp, b := h.post("/events", "application/cloudevents+json", ceJSON("/ok", "1", "ok.t", 1))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a producer beside the held POSTs: HTTP %d %s", resp.StatusCode, b)
+	}
+}
+
+// Readers' JSON-RPC bodies and producers' bodies are held in rooms of their own: clients
+// with no token, on a node whose reads are open, that send most of their calls and stall
+// fill only the readers' room, and a producer with the ingest token is served. A POST
+// without the ingest token is refused before anything of its body is held.
+func TestReadersBodiesLeaveProducersRoom(t *testing.T) {
+	h := newHeldNode(t, server.Config{BodyTimeout: time.Minute, IngestToken: "secret",
+		MaxBodyMemory: 1 << 20, MaxBody: 256 << 10, MaxRPCBody: 64 << 10})
+	var sent int
+	call := `{"jsonrpc":"2.0","id":1,"method":"events","params":{"pad":"` + strings.Repeat("x", 64<<10)
+	for range 32 {
+		// 64 KiB declared, all but a byte sent.
+		h.hold(t, "/", "application/json", 64<<10, call[:64<<10-1])
+		sent += 64<<10 - 1
+	}
+	waitUntil(t, "the stalled calls reach the handler", func() bool { return h.held.Load() == 32 })
+	resp, b := h.post("/events", "application/cloudevents+json", ceJSON("/ok", "1", "ok.t", 1), "Authorization", "Bearer secret")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a producer beside %d bytes of stalled calls: HTTP %d %s", sent, resp.StatusCode, b)
+	}
+	held := bodyBytes(t, h.node)
+	for range 16 {
+		c := h.hold(t, "/events", "application/cloudevents-batch+json", 8<<20, "")
+		if d, ok := testwait.Deadline(t); ok {
+			_ = c.SetReadDeadline(d)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a POST without the ingest token: %v %v", resp, err)
+		}
+	}
+	if got := bodyBytes(t, h.node); got != held {
+		t.Fatalf("POSTs refused for want of a token changed the bodies held from %v to %v", held, got)
 	}
 }

@@ -49,10 +49,14 @@ type Config struct {
 	Version      string
 	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
 	BodyTimeout time.Duration
-	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
-	// from the first byte received until the request no longer needs it; default 64 MiB, and
-	// at least MaxBody.
+	// MaxBodyMemory bounds the bytes of ingest and signal bodies held at once, all such
+	// requests together, counted as the bytes arrive and until the request no longer needs
+	// them; default 64 MiB, and at least MaxBody.
 	MaxBodyMemory int64
+	// MaxRPCBodyMemory bounds the bytes of JSON-RPC request bodies (readers') held at once,
+	// apart from MaxBodyMemory, so that readers never take producers' room nor the other way
+	// round; default 16 MiB, and at least MaxRPCBody.
+	MaxRPCBodyMemory int64
 	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
 	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
 	// at least twice MaxEventSize and 16 KiB, room for one item of the largest size.
@@ -76,7 +80,8 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
-	bodies   atomic.Int64 // bytes of request bodies held (MaxBodyMemory)
+	bodies   bodyRoom // ingest and signal bodies held (MaxBodyMemory)
+	rpcBody  bodyRoom // JSON-RPC bodies held (MaxRPCBodyMemory)
 
 	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
 	ingest      chan struct{} // semaphore
@@ -128,8 +133,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyMemory <= 0 {
 		cfg.MaxBodyMemory = 64 << 20
 	}
+	if cfg.MaxRPCBodyMemory <= 0 {
+		cfg.MaxRPCBodyMemory = 16 << 20
+	}
 	// Room for at least one body of the largest size, or such bodies would never be taken.
-	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody, cfg.MaxRPCBody)
+	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody)
+	cfg.MaxRPCBodyMemory = max(cfg.MaxRPCBodyMemory, cfg.MaxRPCBody)
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = 4 << 20
 	}
@@ -152,6 +161,7 @@ func New(cfg Config) *Server {
 		reads:  make(chan struct{}, cfg.MaxReads),
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
+	s.bodies.max, s.rpcBody.max = cfg.MaxBodyMemory, cfg.MaxRPCBodyMemory
 	if cfg.ReadToken != "" {
 		d := sha256.Sum256([]byte(cfg.ReadToken))
 		s.readToken = &d
@@ -448,7 +458,7 @@ type rpcRequest struct {
 }
 
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "")
+	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "", &s.rpcBody)
 	if !ok {
 		return
 	}
@@ -456,12 +466,12 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	if len(body) > 0 && body[0] == '[' {
 		var reqs []json.RawMessage // copies: the body can go
 		err := json.Unmarshal(body, &reqs)
-		s.releaseBody(held)
+		s.rpcBody.release(held)
 		s.handleBatch(w, r, reqs, err)
 		return
 	}
 	id, p, rerr := decodeCall(body)
-	s.releaseBody(held)
+	s.rpcBody.release(held)
 	if rerr == nil && p == nil {
 		// A notification: HTTP 200 with no body, as from a Tendermint node.
 		w.WriteHeader(http.StatusOK)
@@ -832,69 +842,42 @@ func (s *Server) acquireIngest(ctx context.Context) bool {
 // to send its body holds no slot, only the bytes it has sent (see readBody). When ok is false
 // it has answered the request; otherwise the caller must call done.
 func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
-	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch")
+	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch", &s.bodies)
 	if !ok {
 		return nil, nil, false
 	}
 	if !s.acquireIngest(r.Context()) {
-		s.releaseBody(held)
+		s.bodies.release(held)
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
 		return nil, nil, false
 	}
-	return body, func() { <-s.ingest; s.releaseBody(held) }, true
+	return body, func() { <-s.ingest; s.bodies.release(held) }, true
 }
 
+// firstBodyRead is the room a body is read into before any of it has arrived; the room then
+// doubles as it fills, so that a request holds at most twice what its client has sent.
+const firstBodyRead = 512
+
 // readBody reads a request body of at most limit bytes, which must arrive within
-// BodyTimeout, while the bytes of all bodies held stay within MaxBodyMemory. When ok is
-// false it has answered the request; otherwise the caller calls releaseBody(held) once it no
-// longer holds the body. hint follows the message of a body over the limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string) (body []byte, held int64, ok bool) {
+// BodyTimeout, into memory counted in room as the bytes arrive: a request that says its body
+// is large and sends none of it holds next to nothing. When ok is false it has answered the
+// request; otherwise the caller calls room.release(held) once it no longer holds the body.
+// hint follows the message of a body over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string, room *bodyRoom) (body []byte, held int64, ok bool) {
 	setReadDeadline(w, time.Now().Add(s.cfg.BodyTimeout))
-	src := http.MaxBytesReader(w, r.Body, limit)
 	var err error
 	full := false
 	if r.ContentLength > limit {
 		// Said to be too large: refused without reading it.
 		w.Header().Set("Connection", "close")
 		err = &http.MaxBytesError{Limit: limit}
-	} else if n := r.ContentLength; n >= 0 {
-		// The usual case: the length is known, and the body is read into one buffer.
-		if full = !s.holdBody(&held, n); !full {
-			body = make([]byte, n)
-			_, err = io.ReadFull(src, body)
-		}
 	} else {
-		// A body of unknown length: held as it grows.
-		body = make([]byte, 0, 512)
-		if full = !s.holdBody(&held, int64(cap(body))); !full {
-			for {
-				if len(body) == cap(body) {
-					grow := min(int64(cap(body)), limit+1-int64(cap(body)))
-					if grow <= 0 {
-						err = &http.MaxBytesError{Limit: limit}
-						break
-					}
-					if full = !s.holdBody(&held, grow); full {
-						break
-					}
-					body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
-				}
-				var n int
-				n, err = src.Read(body[len(body):cap(body)])
-				body = body[:len(body)+n]
-				if err != nil {
-					if err == io.EOF {
-						err = nil
-					}
-					break
-				}
-			}
-		}
+		body, held, full, err = readCounted(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit, room)
 	}
 	switch {
 	case full:
-		s.releaseBody(held)
+		room.release(held)
 		w.Header().Set("Connection", "close")
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node holds as many request bodies as it can; retry after the delay given")
@@ -904,7 +887,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, h
 		setReadDeadline(w, time.Time{})
 		return body, held, true
 	}
-	s.releaseBody(held)
+	room.release(held)
 	switch {
 	case tooLarge(err):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes%s", limit, hint))
@@ -917,19 +900,64 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, h
 	return nil, 0, false
 }
 
-// holdBody counts n more bytes of bodies held against MaxBodyMemory, adding them to *held;
-// false, counting nothing, when they would go past it.
-func (s *Server) holdBody(held *int64, n int64) bool {
-	if s.bodies.Add(n) > s.cfg.MaxBodyMemory {
-		s.bodies.Add(-n)
+// readCounted reads src, a body of length bytes (-1: unknown, at most limit), into memory
+// counted in room as it grows: full when room had none left. held is what it counted, to
+// be released also when it fails.
+func readCounted(src io.Reader, length, limit int64, room *bodyRoom) (body []byte, held int64, full bool, err error) {
+	want := length // the most bytes to make room for
+	if want < 0 {
+		want = limit + 1 // one past the limit: MaxBytesReader tells a body over it
+	}
+	if want == 0 {
+		return nil, 0, false, nil
+	}
+	body = make([]byte, 0, min(want, firstBodyRead))
+	if !room.hold(&held, int64(cap(body))) {
+		return nil, held, true, nil
+	}
+	for int64(len(body)) < want {
+		if len(body) == cap(body) {
+			grow := min(int64(cap(body)), want-int64(cap(body)))
+			if !room.hold(&held, grow) {
+				return nil, held, true, nil
+			}
+			body = append(make([]byte, 0, int64(cap(body))+grow), body...)
+		}
+		var n int
+		n, err = src.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			if length >= 0 && int64(len(body)) < length {
+				return nil, held, false, io.ErrUnexpectedEOF
+			}
+			return body, held, false, nil
+		}
+		if err != nil {
+			return nil, held, false, err
+		}
+	}
+	return body, held, false, nil
+}
+
+// bodyRoom counts the bytes of request bodies held against a bound.
+type bodyRoom struct {
+	n   atomic.Int64
+	max int64
+}
+
+// hold counts n more bytes, adding them to *held; false, counting nothing, when they would
+// go past the bound.
+func (b *bodyRoom) hold(held *int64, n int64) bool {
+	if b.n.Add(n) > b.max {
+		b.n.Add(-n)
 		return false
 	}
 	*held += n
 	return true
 }
 
-// releaseBody gives back the bytes of a body no longer held.
-func (s *Server) releaseBody(held int64) { s.bodies.Add(-held) }
+// release gives back the bytes of a body no longer held.
+func (b *bodyRoom) release(held int64) { b.n.Add(-held) }
 
 // setReadDeadline sets the read deadline of a request's connection, as
 // http.ResponseController does (without allocating one for each request).
