@@ -51,6 +51,7 @@ type serveOptions struct {
 	MaxBody       byteSize
 	MaxWaiters    int
 	MaxReads      int
+	MaxScans      int
 	BodyTimeout   time.Duration
 	MaxBodyMemory byteSize
 	MaxRPCMemory  byteSize
@@ -183,6 +184,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.Var(&opts.MaxBody, "max-body", "largest ingest request body")
 	f.IntVar(&opts.MaxWaiters, "max-waiters", 20000, "most long-polls waiting at once; more get a busy error")
 	f.IntVar(&opts.MaxReads, "max-reads", 0, "pages built at once; more wait their turn (default 4 per CPU)")
+	f.IntVar(&opts.MaxScans, "max-scans", 0, "filtered reads going on at once past a quick read's work, in a lane of their own so that they never hold up other reads; more wait their turn (default 1 per 2 CPUs)")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", 10*time.Second, "answer 408 to a request whose body takes longer than this to arrive")
 	f.Var(&opts.MaxBodyMemory, "max-body-memory", "ingest and signal bodies held at once, all requests together, counted as their bytes arrive; more are refused with 503")
 	f.Var(&opts.MaxRPCMemory, "max-rpc-body-memory", "JSON-RPC request bodies (readers') held at once, apart from --max-body-memory; more are refused with 503")
@@ -432,6 +434,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		MaxBody:      int64(opts.MaxBody),
 		MaxWaiters:   opts.MaxWaiters,
 		MaxReads:     opts.MaxReads,
+		MaxScans:     opts.MaxScans,
 		ReadToken:    opts.ReadToken,
 		IngestToken:  opts.IngestToken,
 		Logger:       logger,

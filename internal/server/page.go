@@ -164,9 +164,10 @@ func (c *scanCount) matchJSON(event []byte) bool {
 }
 
 // readInto reads what q asks into pw, within pw's room and the scan budget, and returns what
-// the result says after its items. It takes a read slot for the whole of it: waiting readers
-// hold none, but a page being read holds up to q.Max events in memory, so only MaxReads are
-// built at once; the others queue briefly (until their request ends).
+// the result says after its items. It holds a read slot for the whole of it (lanes.go):
+// waiting readers hold none, but a page being read holds up to q.Max events in memory, so
+// only MaxReads (and MaxScans) are built at once; the others queue (until their request
+// ends).
 //
 // A read goes in steps, each starting where the last stopped. A step asks for no more items
 // than the reply has room for if each were as large as the largest item seen by the last step
@@ -177,12 +178,11 @@ func (c *scanCount) matchJSON(event []byte) bool {
 // event may be, and its actual work is counted: a filter that is costly per byte is stopped
 // after few records, and a cheap one on small events examines many.
 func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan *int64, pw *pageWriter) (pageEnd, error) {
-	select {
-	case s.reads <- struct{}{}:
-	case <-ctx.Done():
-		return pageEnd{}, ctx.Err()
+	slot := readSlot{s: s}
+	if err := slot.take(ctx, q.Match != nil, s.cfg.ScanBudget-*scan); err != nil {
+		return pageEnd{}, err
 	}
-	defer func() { <-s.reads }()
+	defer slot.release()
 	end := pageEnd{ascending: q.Ascending}
 	left := *scan
 	defer func() { *scan = left }()
@@ -203,9 +203,13 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 		sq.Max = min(q.Max-pw.n, 1+pw.room()/max(largest, minItemBytes))
 		var count *scanCount
 		if q.Match != nil {
+			spent := s.cfg.ScanBudget - left
+			if err := slot.take(ctx, true, spent); err != nil {
+				return pageEnd{}, err
+			}
 			count = &scanCount{match: q.Match, work: int64(max(work, 1))}
 			sq.Match = count.matchJSON
-			sq.Budget = int(min(max(left/perRecord, 1), 1<<30))
+			sq.Budget = slot.stepBudget(left, spent, perRecord)
 		}
 		page, err := s.cfg.Store.Read(ctx, sq)
 		if err != nil {

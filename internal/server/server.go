@@ -43,10 +43,14 @@ type Config struct {
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
 	MaxIngest    int           // ingest requests being decoded and appended at once; default 64
 	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
-	ReadToken    string        // bearer token for reading (events, metrics); "" = open
-	IngestToken  string        // bearer token for ingest and signals; "" = open
-	Logger       *slog.Logger
-	Version      string
+	// MaxScans bounds the filtered reads that go on at once once they have done a quick
+	// read's work (quickWork), in a lane of their own beside MaxReads' so that costly scans
+	// never hold up a cheap read; default GOMAXPROCS/2, at least 1.
+	MaxScans    int
+	ReadToken   string // bearer token for reading (events, metrics); "" = open
+	IngestToken string // bearer token for ingest and signals; "" = open
+	Logger      *slog.Logger
+	Version     string
 	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
 	BodyTimeout time.Duration
 	// MaxBodyMemory bounds the bytes of ingest and signal bodies held at once, all such
@@ -86,6 +90,7 @@ type Server struct {
 	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
 	ingest      chan struct{} // semaphore
 	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
+	scans       chan struct{} // semaphore: filtered reads past quickWork (lanes.go)
 	limits      cevent.Limits
 	shared      shareCache // reads shared by long-polls asking the same
 	orders      orderGate  // sequences of ordered batches (order.go)
@@ -124,6 +129,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxReads <= 0 {
 		cfg.MaxReads = 4 * runtime.GOMAXPROCS(0)
 	}
+	if cfg.MaxScans <= 0 {
+		cfg.MaxScans = max(runtime.GOMAXPROCS(0)/2, 1)
+	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
 	}
@@ -159,6 +167,7 @@ func New(cfg Config) *Server {
 		quit:   make(chan struct{}),
 		ingest: make(chan struct{}, cfg.MaxIngest),
 		reads:  make(chan struct{}, cfg.MaxReads),
+		scans:  make(chan struct{}, cfg.MaxScans),
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
 	s.bodies.max, s.rpcBody.max = cfg.MaxBodyMemory, cfg.MaxRPCBodyMemory

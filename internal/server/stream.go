@@ -106,6 +106,7 @@ type streamer struct {
 	q     eventlog.Query
 	work  int   // the filter's passes over each byte
 	left  int64 // scan budget left
+	slot  readSlot
 	buf   []byte
 	began bool
 
@@ -118,6 +119,7 @@ func (st *streamer) run(r *http.Request) {
 	st.buf = getPageBuf(streamFlush + 64<<10)
 	defer func() { putPageBuf(st.buf) }()
 	perRecord := int64(max(st.work, 1)) * int64(st.s.cfg.MaxEventSize)
+	st.slot = readSlot{s: st.s}
 	var newest cursor.Cursor
 	for {
 		select {
@@ -132,9 +134,8 @@ func (st *streamer) run(r *http.Request) {
 		if q.Match != nil {
 			count = &scanCount{match: q.Match, work: int64(max(st.work, 1))}
 			q.Match = count.matchJSON
-			q.Budget = int(min(max(st.left/perRecord, 1), 1<<30))
 		}
-		page, err := st.read(r, q)
+		page, err := st.read(r, q, perRecord)
 		if err != nil {
 			if !st.began {
 				st.fail(ctx, err)
@@ -188,14 +189,17 @@ func (st *streamer) run(r *http.Request) {
 	}
 }
 
-// read reads one step from the log in a read slot, as a page is read.
-func (st *streamer) read(r *http.Request, q eventlog.Query) (eventlog.Page, error) {
-	select {
-	case st.s.reads <- struct{}{}:
-	case <-r.Context().Done():
-		return eventlog.Page{}, r.Context().Err()
+// read reads one step from the log in a read slot of the lane for the work the stream has
+// done (lanes.go), as a page is read; the slot is given back before the step is written.
+func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (eventlog.Page, error) {
+	spent := st.s.cfg.ScanBudget - st.left
+	if err := st.slot.take(r.Context(), q.Match != nil, spent); err != nil {
+		return eventlog.Page{}, err
 	}
-	defer func() { <-st.s.reads }()
+	defer st.slot.release()
+	if q.Match != nil {
+		q.Budget = st.slot.stepBudget(st.left, spent, perRecord)
+	}
 	return st.s.cfg.Store.Read(r.Context(), q)
 }
 
