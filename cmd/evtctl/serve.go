@@ -52,6 +52,7 @@ type serveOptions struct {
 	MaxWaiters    int
 	MaxReads      int
 	MaxScans      int
+	MaxStreams    int
 	BodyTimeout   time.Duration
 	MaxBodyMemory byteSize
 	MaxRPCMemory  byteSize
@@ -185,6 +186,7 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.IntVar(&opts.MaxWaiters, "max-waiters", 20000, "most long-polls waiting at once; more get a busy error")
 	f.IntVar(&opts.MaxReads, "max-reads", 0, "pages built at once; more wait their turn (default 4 per CPU)")
 	f.IntVar(&opts.MaxScans, "max-scans", 0, "filtered reads going on at once past a quick read's work, in a lane of their own so that they never hold up other reads; more wait their turn (default 1 per 2 CPUs)")
+	f.IntVar(&opts.MaxStreams, "max-streams", 64, "streams (GET /events/stream, which replay uses) served at once, about 320 KiB each; more are answered 503 with Retry-After")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", 10*time.Second, "answer 408 to a request whose body takes longer than this to arrive")
 	f.Var(&opts.MaxBodyMemory, "max-body-memory", "ingest and signal bodies held at once, all requests together, counted as their bytes arrive; more are refused with 503")
 	f.Var(&opts.MaxRPCMemory, "max-rpc-body-memory", "JSON-RPC request bodies (readers') held at once, apart from --max-body-memory; more are refused with 503")
@@ -435,6 +437,7 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		MaxWaiters:   opts.MaxWaiters,
 		MaxReads:     opts.MaxReads,
 		MaxScans:     opts.MaxScans,
+		MaxStreams:   opts.MaxStreams,
 		ReadToken:    opts.ReadToken,
 		IngestToken:  opts.IngestToken,
 		Logger:       logger,

@@ -46,11 +46,20 @@ type Config struct {
 	// MaxScans bounds the filtered reads that go on at once once they have done a quick
 	// read's work (quickWork), in a lane of their own beside MaxReads' so that costly scans
 	// never hold up a cheap read; default GOMAXPROCS/2, at least 1.
-	MaxScans    int
-	ReadToken   string // bearer token for reading (events, metrics); "" = open
-	IngestToken string // bearer token for ingest and signals; "" = open
-	Logger      *slog.Logger
-	Version     string
+	MaxScans int
+	// MaxStreams bounds the streams (StreamPath) served at once; one more is answered 503
+	// with Retry-After. Each holds about its write buffer (streamFlush) of memory. Default 64.
+	MaxStreams int
+	// StreamGrace and MinStreamRate decide when a stream's reader is too slow: once its
+	// writes have waited on the reader for longer than StreamGrace plus a second for every
+	// MinStreamRate bytes the stream has sent, the stream is cut off (the client resumes
+	// after its last item). Defaults 30s and 256 KiB/s.
+	StreamGrace   time.Duration
+	MinStreamRate int64
+	ReadToken     string // bearer token for reading (events, metrics); "" = open
+	IngestToken   string // bearer token for ingest and signals; "" = open
+	Logger        *slog.Logger
+	Version       string
 	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
 	BodyTimeout time.Duration
 	// MaxBodyMemory bounds the bytes of ingest and signal bodies held at once, all such
@@ -84,8 +93,9 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
-	bodies   bodyRoom // ingest and signal bodies held (MaxBodyMemory)
-	rpcBody  bodyRoom // JSON-RPC bodies held (MaxRPCBodyMemory)
+	streams  atomic.Int64 // streams being served (MaxStreams)
+	bodies   bodyRoom     // ingest and signal bodies held (MaxBodyMemory)
+	rpcBody  bodyRoom     // JSON-RPC bodies held (MaxRPCBodyMemory)
 
 	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
 	ingest      chan struct{} // semaphore
@@ -131,6 +141,15 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxScans <= 0 {
 		cfg.MaxScans = max(runtime.GOMAXPROCS(0)/2, 1)
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 64
+	}
+	if cfg.StreamGrace <= 0 {
+		cfg.StreamGrace = 30 * time.Second
+	}
+	if cfg.MinStreamRate <= 0 {
+		cfg.MinStreamRate = 256 << 10
 	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
