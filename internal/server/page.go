@@ -211,7 +211,7 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 			sq.Match = count.matchJSON
 			sq.Budget = slot.stepBudget(left, spent, perRecord)
 		}
-		page, err := s.cfg.Store.Read(ctx, sq)
+		page, err := s.readLog(ctx, sq)
 		if err != nil {
 			return pageEnd{}, err
 		}
@@ -282,7 +282,7 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 // that says more:true.
 func (s *Server) readBounds(ctx context.Context, q eventlog.Query) (pageEnd, error) {
 	q.Match, q.Budget, q.Max = nil, 0, 1
-	page, err := s.cfg.Store.Read(ctx, q)
+	page, err := s.readLog(ctx, q)
 	if err != nil {
 		return pageEnd{}, err
 	}

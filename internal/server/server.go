@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -94,8 +95,11 @@ type Server struct {
 	quitOnce sync.Once
 	waiters  atomic.Int64
 	streams  atomic.Int64 // streams being served (MaxStreams)
-	bodies   bodyRoom     // ingest and signal bodies held (MaxBodyMemory)
-	rpcBody  bodyRoom     // JSON-RPC bodies held (MaxRPCBodyMemory)
+
+	// Runs of failures, summed up in the node's log (outage.go).
+	appendsDown, appendsFailed, readsDown, readsFailed outage
+	bodies                                             bodyRoom // ingest and signal bodies held (MaxBodyMemory)
+	rpcBody                                            bodyRoom // JSON-RPC bodies held (MaxRPCBodyMemory)
 
 	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
 	ingest      chan struct{} // semaphore
@@ -190,6 +194,14 @@ func New(cfg Config) *Server {
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
 	s.bodies.max, s.rpcBody.max = cfg.MaxBodyMemory, cfg.MaxRPCBodyMemory
+	s.appendsDown = outage{what: "appends to the event log are refused", still: "appends to the event log are still refused",
+		again: "appends to the event log are taken again", count: "refused", level: slog.LevelWarn}
+	s.appendsFailed = outage{what: "appends to the event log fail", still: "appends to the event log still fail",
+		again: "appends to the event log succeed again", count: "failed", level: slog.LevelError}
+	s.readsDown = outage{what: "reads of the event log are refused", still: "reads of the event log are still refused",
+		again: "reads of the event log succeed again", count: "refused", level: slog.LevelWarn}
+	s.readsFailed = outage{what: "reads of the event log fail", still: "reads of the event log still fail",
+		again: "reads of the event log succeed again", count: "failed", level: slog.LevelError}
 	if cfg.ReadToken != "" {
 		d := sha256.Sum256([]byte(cfg.ReadToken))
 		s.readToken = &d
@@ -331,21 +343,30 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 }
 
 // handleHealth stays open for load balancers; with a read token set, details (counts,
-// cursors, error text with file paths) are shown only to a caller that sends it.
+// cursors, errors) are shown only to a caller that sends it. The paths of the node's files
+// (in damaged ranges, with their offsets, and in error texts) are shown only to a caller
+// that sends the read token: a node without one keeps them to its log.
 //
 // Status: "ok"; "degraded" (HTTP 200: the node serves, but ranges of its log were lost to
 // damage, or appends are refused for a passing reason such as a full disk — details say
 // which); "failed" or "shutting down" (HTTP 503).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	detail := s.cfg.ReadToken == ""
-	if got, ok := bearer(r); ok && !detail {
-		detail = tokenIs(got, sha256.Sum256([]byte(s.cfg.ReadToken)))
+	detail, private := s.readToken == nil, false
+	if got, ok := bearer(r); ok && s.readToken != nil {
+		detail = tokenIs(got, *s.readToken)
+		private = detail
+	}
+	errText := func(err error) string {
+		if private {
+			return err.Error()
+		}
+		return publicText(err.Error())
 	}
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
 			body := map[string]string{"status": "failed"}
 			if detail {
-				body["error"] = err.Error()
+				body["error"] = errText(err)
 			}
 			writeJSON(w, http.StatusServiceUnavailable, body)
 			return
@@ -382,7 +403,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 			if !d.Next.IsZero() {
 				rg["next"] = d.Next.String()
 			}
-			if d.File != "" {
+			if d.File != "" && private {
 				rg["file"], rg["offset"] = d.File, d.Offset
 				if d.End > 0 {
 					rg["end"] = d.End
@@ -393,9 +414,31 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		body["damaged"], body["lost_events"] = ranges, st.Lost
 	}
 	if unwritable != nil {
-		body["appends"] = "refused for now: " + unwritable.Error()
+		body["appends"] = "refused for now: " + errText(unwritable)
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// absPath finds absolute paths in a text: /a/b after the start, a space, a quote, '=', '('
+// or '['; C:\a\b likewise. A URL's path (after "scheme:") is not one.
+var absPath = regexp.MustCompile(`(^|[\s"'=(\[])(/[^\s"',;:)\]]+|[A-Za-z]:\\[^\s"',;:)\]]+)`)
+
+// publicText is an error's text for clients: each absolute path in it cut to its last
+// element, so that the node's directories stay in its log.
+func publicText(s string) string {
+	if !strings.ContainsAny(s, `/\`) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range absPath.FindAllStringSubmatchIndex(s, -1) {
+		p := strings.TrimRight(s[m[4]:m[5]], `/\`)
+		b.WriteString(s[last:m[4]])
+		b.WriteString(p[strings.LastIndexAny(p, `/\`)+1:])
+		last = m[5]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // unwritable is why appends fail for now, when the store says so (a full disk).
@@ -1106,21 +1149,23 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 			retryAfter(w, 2)
 			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
 		case errors.Is(err, eventlog.ErrReadOnly):
-			writeError(w, http.StatusForbidden, err.Error())
+			writeError(w, http.StatusForbidden, publicText(err.Error()))
 		case errors.Is(err, eventlog.ErrRefused):
-			writeError(w, http.StatusUnprocessableEntity, err.Error())
+			writeError(w, http.StatusUnprocessableEntity, publicText(err.Error()))
 		case errors.Is(err, eventlog.ErrUnavailable):
-			s.log.Warn("appending to the event log", "err", err)
+			s.appendsDown.fail(s.log, err)
 			retryAfter(w, 2)
-			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+err.Error()+"; retry after the delay given")
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+publicText(err.Error())+"; retry after the delay given")
 		default:
 			// A failed log takes nothing until the node is restarted: no Retry-After, since
 			// retrying cannot succeed before then.
-			s.log.Error("appending to the event log", "err", err)
-			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+err.Error())
+			s.appendsFailed.fail(s.log, err)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+publicText(err.Error()))
 		}
 		return nil, false
 	}
+	s.appendsDown.ok(s.log)
+	s.appendsFailed.ok(s.log)
 	s.metrics.ingested.Add(float64(len(res)))
 	if ord.token != "" {
 		w.Header().Set(OrderHeader, "ok")

@@ -229,7 +229,7 @@ func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (ev
 	if q.Match != nil {
 		q.Budget = st.slot.stepBudget(st.left, spent, perRecord)
 	}
-	return st.s.cfg.Store.Read(r.Context(), q)
+	return st.s.readLog(r.Context(), q)
 }
 
 // item appends one item as a line.
