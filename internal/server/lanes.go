@@ -68,3 +68,8 @@ func (rs *readSlot) stepBudget(left, spent, perRecord int64) int {
 	}
 	return int(min(max(left/perRecord, 1), 1<<30))
 }
+
+// counter wraps a step's filter to count its work, yielding now and then in the scan lane.
+func (rs *readSlot) counter(match func([]byte) bool, work int) *scanCount {
+	return &scanCount{match: match, work: int64(max(work, 1)), yield: !rs.quick()}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,15 +152,25 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// scanCount wraps a read's filter to count the work it does.
+// scanCount wraps a read's filter to count the work it does. A read in the scan lane
+// (yield) lets other goroutines run every yieldWork of it, so that a costly scan that holds
+// a CPU does not hold up the cheap requests waiting for one.
 type scanCount struct {
 	match func([]byte) bool
 	work  int64 // per byte of an event
+	yield bool
 	used  atomic.Int64
 }
 
+// yieldWork is how much work a read in the scan lane does between two yields: about a
+// millisecond of the costliest filter.
+const yieldWork = quickWork / 16
+
 func (c *scanCount) matchJSON(event []byte) bool {
-	c.used.Add(int64(len(event)) * c.work)
+	n := int64(len(event)) * c.work
+	if used := c.used.Add(n); c.yield && used/yieldWork != (used-n)/yieldWork {
+		runtime.Gosched()
+	}
 	return c.match(event)
 }
 
@@ -207,7 +218,7 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 			if err := slot.take(ctx, true, spent); err != nil {
 				return pageEnd{}, err
 			}
-			count = &scanCount{match: q.Match, work: int64(max(work, 1))}
+			count = slot.counter(q.Match, work)
 			sq.Match = count.matchJSON
 			sq.Budget = slot.stepBudget(left, spent, perRecord)
 		}

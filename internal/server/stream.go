@@ -155,12 +155,7 @@ func (st *streamer) run(r *http.Request) {
 		}
 		q := st.q
 		q.Max = min(streamStep, 1+max(streamFlush-len(st.buf), 0)/max(st.largest, minItemBytes))
-		var count *scanCount
-		if q.Match != nil {
-			count = &scanCount{match: q.Match, work: int64(max(st.work, 1))}
-			q.Match = count.matchJSON
-		}
-		page, err := st.read(r, q, perRecord)
+		page, used, err := st.read(r, q, perRecord)
 		if err != nil {
 			if !st.began {
 				st.fail(ctx, err)
@@ -191,9 +186,7 @@ func (st *streamer) run(r *http.Request) {
 		}
 		full := len(page.Items) == q.Max
 		page.Release()
-		if count != nil {
-			st.left -= count.used.Load()
-		}
+		st.left -= used
 		if !st.flush(false) {
 			return
 		}
@@ -219,17 +212,24 @@ func (st *streamer) run(r *http.Request) {
 }
 
 // read reads one step from the log in a read slot of the lane for the work the stream has
-// done (lanes.go), as a page is read; the slot is given back before the step is written.
-func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (eventlog.Page, error) {
+// done (lanes.go), as a page is read, and says what work its filter did; the slot is given
+// back before the step is written.
+func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (page eventlog.Page, used int64, err error) {
 	spent := st.s.cfg.ScanBudget - st.left
 	if err := st.slot.take(r.Context(), q.Match != nil, spent); err != nil {
-		return eventlog.Page{}, err
+		return eventlog.Page{}, 0, err
 	}
 	defer st.slot.release()
+	var count *scanCount
 	if q.Match != nil {
-		q.Budget = st.slot.stepBudget(st.left, spent, perRecord)
+		count = st.slot.counter(q.Match, st.work)
+		q.Match, q.Budget = count.matchJSON, st.slot.stepBudget(st.left, spent, perRecord)
 	}
-	return st.s.readLog(r.Context(), q)
+	page, err = st.s.readLog(r.Context(), q)
+	if count != nil {
+		used = count.used.Load()
+	}
+	return page, used, err
 }
 
 // item appends one item as a line.
