@@ -447,3 +447,38 @@ func TestReadersBodiesLeaveProducersRoom(t *testing.T) {
 		t.Fatalf("POSTs refused for want of a token changed the bodies held from %v to %v", held, got)
 	}
 }
+
+// brokenWriter is the reply of a connection that fails once its first bytes are written.
+type brokenWriter struct {
+	*httptest.ResponseRecorder
+	writes int
+}
+
+func (w *brokenWriter) Write(b []byte) (int, error) {
+	if w.writes++; w.writes > 1 {
+		return 0, errors.New("broken pipe")
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// A batch whose reply can no longer be written reads no more for its calls.
+func TestBatchStopsWhenItsReplyFails(t *testing.T) {
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rc := &readCounter{Store: l}
+	srv := server.New(server.Config{Store: rc})
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"before":"7fffffffffffffff-0000000000000000"}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	req := httptest.NewRequest("POST", "/", strings.NewReader("["+strings.Join(calls, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	srv.ServeHTTP(&brokenWriter{ResponseRecorder: httptest.NewRecorder()}, req)
+	if n := rc.reads.Load(); n > 2 {
+		t.Fatalf("a batch whose reply failed read the log %d times for its 16 calls", n)
+	}
+}

@@ -645,19 +645,25 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		}
 		replies++
 		items += res.items
+		var err error
 		if rerr != nil {
 			if c.rerr == nil {
 				rerr = fitError(rerr, callRoom)
 			}
 			appendRPC(&out, c.id, nil, rerr)
-			_, _ = w.Write(out.Bytes())
+			_, err = w.Write(out.Bytes())
 		} else {
 			appendRPC(&out, c.id, nil, nil)
 			out.Truncate(out.Len() - 1) // without the closing brace
-			_, _ = w.Write(out.Bytes())
-			_, _ = w.Write(res.b)
-			_, _ = w.Write([]byte("}"))
+			if _, err = w.Write(out.Bytes()); err == nil {
+				if _, err = w.Write(res.b); err == nil {
+					_, err = w.Write([]byte("}"))
+				}
+			}
 			res.release()
+		}
+		if err != nil {
+			return // the client is gone, or too slow: the other calls are not read for it
 		}
 		left -= out.Len() + len(res.b) + 1
 	}
