@@ -932,9 +932,9 @@ func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byt
 	return body, func() { <-s.ingest; s.bodies.release(held) }, true
 }
 
-// firstBodyRead is the room a body is read into before any of it has arrived; the room then
-// doubles as it fills, so that a request holds at most twice what its client has sent.
-const firstBodyRead = 512
+// firstBodyRead is the room a body is read into before any of it has arrived (or the
+// whole body when it is smaller).
+const firstBodyRead = 4 << 10
 
 // readBody reads a request body of at most limit bytes, which must arrive within
 // BodyTimeout, into memory counted in room as the bytes arrive: a request that says its body
@@ -980,40 +980,126 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, h
 // readCounted reads src, a body of length bytes (-1: unknown, at most limit), into memory
 // counted in room as it grows: full when room had none left. held is what it counted, to
 // be released also when it fails.
+//
+// The memory a request holds stays within twice what its client has sent (and
+// firstBodyRead): a body is read into pooled buffers that double as they fill until half of
+// it has come, then into one buffer of its whole length, the bytes so far copied over; a
+// body of unknown length into the pooled buffers to its end, then copied into one of its
+// length. A small body is read straight into one buffer of its length.
 func readCounted(src io.Reader, length, limit int64, room *bodyRoom) (body []byte, held int64, full bool, err error) {
+	if length == 0 {
+		return nil, 0, false, nil
+	}
+	if length > 0 && length <= firstBodyRead {
+		if !room.hold(&held, length) {
+			return nil, held, true, nil
+		}
+		body = make([]byte, length)
+		if _, err = io.ReadFull(src, body); err != nil {
+			return nil, held, false, err
+		}
+		return body, held, false, nil
+	}
 	want := length // the most bytes to make room for
 	if want < 0 {
 		want = limit + 1 // one past the limit: MaxBytesReader tells a body over it
 	}
-	if want == 0 {
-		return nil, 0, false, nil
+	// buf: a pooled buffer while what came is less than half the body, then body itself.
+	var buf []byte
+	pooled := func(n int64) bool {
+		nb := getBodyBuf(int(n))
+		if !room.hold(&held, int64(cap(nb))) {
+			putBodyBuf(nb)
+			return false
+		}
+		nb = append(nb, buf...)
+		if buf != nil {
+			room.release(int64(cap(buf)))
+			held -= int64(cap(buf))
+			putBodyBuf(buf)
+		}
+		buf = nb
+		return true
 	}
-	body = make([]byte, 0, min(want, firstBodyRead))
-	if !room.hold(&held, int64(cap(body))) {
+	defer func() { putBodyBuf(buf) }() // unless it became body
+	if !pooled(firstBodyRead) {
 		return nil, held, true, nil
 	}
-	for int64(len(body)) < want {
-		if len(body) == cap(body) {
-			grow := min(int64(cap(body)), want-int64(cap(body)))
-			if !room.hold(&held, grow) {
+	final := false // buf is the body's own buffer
+	for int64(len(buf)) < want {
+		if !final && length > 0 && 2*int64(len(buf)) >= length {
+			// Half of it has come: the rest goes straight into a buffer of its length, which
+			// is counted in place of the pooled one.
+			room.release(int64(cap(buf)))
+			held -= int64(cap(buf))
+			if !room.hold(&held, length) {
 				return nil, held, true, nil
 			}
-			body = append(make([]byte, 0, int64(cap(body))+grow), body...)
+			nb := make([]byte, len(buf), length)
+			copy(nb, buf)
+			putBodyBuf(buf)
+			buf, final = nb, true
+		} else if len(buf) == cap(buf) {
+			if !pooled(min(2*int64(cap(buf)), want)) {
+				return nil, held, true, nil
+			}
 		}
 		var n int
-		n, err = src.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
+		n, err = src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			if length >= 0 && int64(len(body)) < length {
+			if length >= 0 && int64(len(buf)) < length {
 				return nil, held, false, io.ErrUnexpectedEOF
 			}
-			return body, held, false, nil
+			break
 		}
 		if err != nil {
 			return nil, held, false, err
 		}
 	}
+	if final {
+		body, buf = buf, nil
+		return body, held, false, nil
+	}
+	// A body of unknown length, or one that ended early: copied out of the pooled buffer.
+	body = append([]byte(nil), buf...)
+	room.release(int64(cap(buf)))
+	held -= int64(cap(buf))
+	if !room.hold(&held, int64(len(body))) {
+		return nil, held, true, nil
+	}
 	return body, held, false, nil
+}
+
+// Pooled buffers for bodies being received, by powers of two from firstBodyRead.
+var bodyBufs [16]sync.Pool // of *[]byte
+
+func bodyBufClass(n int) int {
+	c := 0
+	for firstBodyRead<<c < n {
+		c++
+	}
+	return c
+}
+
+// getBodyBuf returns an empty buffer of at least n bytes: a power of two times
+// firstBodyRead.
+func getBodyBuf(n int) []byte {
+	c := bodyBufClass(n)
+	if c < len(bodyBufs) {
+		if p, ok := bodyBufs[c].Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, firstBodyRead<<c)
+}
+
+// putBodyBuf returns a buffer of getBodyBuf's to the pool (any other is left alone).
+func putBodyBuf(b []byte) {
+	if c := bodyBufClass(cap(b)); cap(b) > 0 && c < len(bodyBufs) && cap(b) == firstBodyRead<<c {
+		b = b[:0]
+		bodyBufs[c].Put(&b)
+	}
 }
 
 // bodyRoom counts the bytes of request bodies held against a bound.
