@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +98,7 @@ the environment of the run.
   emit      evtctl emit --file of a million events, beside raw posts of the same batches
   pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
   jetstream a node on NATS JetStream beside the NATS Go client on the same server
+  attack    honest producers and a reader while clients try to shut them out
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
 latency send events, so they need an evtctl node. --embedded starts a node for the run.
@@ -105,11 +108,12 @@ Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
   evtctl bench replay --embedded --events 1000000
   evtctl bench emit --embedded --runs 3
   evtctl bench pollers --embedded --pollers 10000
+  evtctl bench attack --embedded
   evtctl bench replay --node http://tendermint:26657 -o json`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)),
-		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)))
+		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)), newCmdBenchAttack(newOpts(streams)))
 	return cmd
 }
 
@@ -471,16 +475,29 @@ func checkSizes(eventSize, count int, duration, warmup time.Duration) error {
 type benchRun func(ctx context.Context, c bench.Common) (*bench.Report, error)
 
 type benchNode struct {
-	child  int  // > 0: --embedded runs a node process in memory for this many pollers
-	serve  bool // --embedded runs a node process with the log --memory, --embedded-dir and --sync say
-	target bench.Target
-	close  func() error
+	child int  // > 0: --embedded runs a node process in memory for this many pollers
+	serve bool // --embedded runs a node process with the log --memory, --embedded-dir and --sync say
+	// ingestToken, with serve: the node process requires it for ingest (its reads stay open).
+	ingestToken string
+	serveArgs   []string // with serve: more flags for the node process
+	target      bench.Target
+	close       func() error
 }
 
 func withChildNode(pollers int) func(*benchNode) { return func(n *benchNode) { n.child = pollers } }
 
 // withNodeProcess runs the node of --embedded in a process of its own.
 func withNodeProcess() func(*benchNode) { return func(n *benchNode) { n.serve = true } }
+
+// withIngestToken has the node process of --embedded require token for ingest.
+func withIngestToken(token string) func(*benchNode) {
+	return func(n *benchNode) { n.ingestToken = token }
+}
+
+// withServeArgs gives the node process of --embedded more flags.
+func withServeArgs(args ...string) func(*benchNode) {
+	return func(n *benchNode) { n.serveArgs = append(n.serveArgs, args...) }
+}
 
 // runBench finds or starts the node, runs the bench and writes its report.
 func runBench(ctx context.Context, opts *benchOptions, run benchRun, mods ...func(*benchNode)) error {
@@ -639,6 +656,10 @@ func (o *benchOptions) startNodeProcess(bn *benchNode) error {
 			durability = "durable, acknowledged after write (no fsync)"
 		}
 	}
+	if bn.ingestToken != "" {
+		args = append(args, "--ingest-token", bn.ingestToken)
+	}
+	args = append(args, bn.serveArgs...)
 	n, err := bench.StartChildServe(exe, childEnv(env), args...)
 	if err != nil {
 		if cleanup != nil {
@@ -646,7 +667,7 @@ func (o *benchOptions) startNodeProcess(bn *benchNode) error {
 		}
 		return err
 	}
-	bn.target = bench.Target{URL: n.URL, MetricsURL: o.MetricsURL, Embedded: "child process", Durability: durability}
+	bn.target = bench.Target{URL: n.URL, IngestToken: bn.ingestToken, MetricsURL: o.MetricsURL, Embedded: "child process", Durability: durability}
 	bn.close = func() error {
 		err := n.Close()
 		if cleanup != nil {
@@ -804,4 +825,90 @@ func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
 		}
 	}
 	return err
+}
+
+type benchAttackOptions struct {
+	*benchOptions
+	Attacks     string
+	Phase       time.Duration
+	Rounds      int
+	Producers   int
+	BatchSize   int
+	EventSize   int
+	Connections int
+	Streams     int
+	Scanners    int
+}
+
+func newCmdBenchAttack(bo *benchOptions) *cobra.Command {
+	opts := &benchAttackOptions{benchOptions: bo}
+	cmd := &cobra.Command{
+		Use:   "attack",
+		Short: "Honest producers and a reader while clients try to shut them out",
+		Long: `Run --producers honest producers (batches of --batch-size events, one request in flight
+each, waiting out busy replies) and a probe (a read of the five newest items every 50 ms), and
+make each attack of --attacks in turn, from this process:
+
+  bodyless   --connections POSTs to /events that say their body is 8 MiB and never send it
+  tokenless  --connections JSON-RPC POSTs to / from clients with no token (1 MiB said, none sent)
+  streams    --streams readers of GET /events/stream that take a few bytes every 25 s
+  scans      --scanners clients looping an allowed query of 87 CONTAINS conditions over an 8 KiB
+             field that no event holds (2,000 such events are loaded first)
+
+Attackers that are refused or cut off come back. For each attack the producers' events/s, the
+probe's latency and (from /metrics) the node's memory are measured for --phase before it, for
+--phase while it lasts (once its attackers are in place) and for --phase after, and reported
+with the ratio of during to before; --rounds makes each attack that many times, each after a
+window without it, and measures each phase's windows together (a busy machine's drift then
+weighs on both alike). The goals are 0.8 of the unattacked rate for bodyless,
+tokenless and streams, and a probe under 50 ms (p99) during scans.
+
+With --embedded the node runs as a process of its own ("serve", durable in a temporary
+directory unless --memory, keeping the newest 256 MiB of events) that requires an ingest
+token, chosen for the run, and keeps reads open, as the tokenless attack needs. With --node give --ingest-token if the node wants one.`,
+		Example: `  evtctl bench attack --embedded
+  evtctl bench attack --embedded --memory --attacks scans --phase 10s
+  evtctl bench attack --node http://127.0.0.1:7480 --ingest-token "$TOKEN" -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			attacks, err := bench.ParseAttacks(opts.Attacks)
+			if err != nil {
+				return usagef("--attacks: %v", err)
+			}
+			if opts.Phase <= 0 || opts.Rounds < 1 || opts.Producers < 1 || opts.BatchSize < 1 || opts.Connections < 1 || opts.Streams < 1 || opts.Scanners < 1 {
+				return usagef("--phase must be above 0; --rounds, --producers, --batch-size, --connections, --streams and --scanners at least 1")
+			}
+			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
+				return bench.Attack(ctx, bench.AttackConfig{Common: c, Attacks: attacks, Phase: opts.Phase, Rounds: opts.Rounds, Producers: opts.Producers,
+					BatchSize: opts.BatchSize, EventSize: opts.EventSize, Connections: opts.Connections, Streams: opts.Streams, Scanners: opts.Scanners})
+			}, withNodeProcess(), withIngestToken("bench-"+newBenchToken()),
+				// The producers send flat out for minutes: the log keeps the newest 256 MiB.
+				withServeArgs("--max-bytes", "256MiB"))
+		},
+	}
+	f := cmd.Flags()
+	opts.addFlags(f)
+	f.StringVar(&opts.Attacks, "attacks", strings.Join(bench.AttackNames, ","), "the attacks to make, comma separated: "+strings.Join(bench.AttackNames, ", "))
+	f.DurationVar(&opts.Phase, "phase", 5*time.Second, "how long each window before, during and after an attack is measured")
+	f.IntVar(&opts.Rounds, "rounds", 1, "times each attack is made, each after a window without it; each phase's windows are measured together")
+	f.IntVar(&opts.Producers, "producers", 4, "honest producers, one request in flight each")
+	f.IntVar(&opts.BatchSize, "batch-size", 100, "events per honest request")
+	f.IntVar(&opts.EventSize, "event-size", bench.DefaultEventSize, "bytes of each honest event in JSON format")
+	f.IntVar(&opts.Connections, "connections", 64, "held POSTs of the bodyless and tokenless attacks")
+	f.IntVar(&opts.Streams, "streams", 256, "stalled readers of the streams attack")
+	f.IntVar(&opts.Scanners, "scanners", 16, "clients looping the costly query of the scans attack")
+	return cmd
+}
+
+// newBenchToken is a random token for a bench's node.
+func newBenchToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

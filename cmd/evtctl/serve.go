@@ -51,8 +51,11 @@ type serveOptions struct {
 	MaxBody       byteSize
 	MaxWaiters    int
 	MaxReads      int
+	MaxScans      int
+	MaxStreams    int
 	BodyTimeout   time.Duration
 	MaxBodyMemory byteSize
+	MaxRPCMemory  byteSize
 	MaxReply      byteSize
 	ScanBudget    int64
 	ReadToken     string
@@ -93,7 +96,7 @@ func (o *serveOptions) natsStore() bool {
 }
 
 func newCmdServe(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &serveOptions{streams: streams, MaxBytes: 1 << 30, MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxReply: 4 << 20, SegmentSize: 64 << 20}
+	opts := &serveOptions{streams: streams, MaxBytes: 1 << 30, MaxBody: 8 << 20, MaxBodyMemory: 64 << 20, MaxRPCMemory: 16 << 20, MaxReply: 4 << 20, SegmentSize: 64 << 20}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run an event log node that serves the events API",
@@ -183,8 +186,11 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
 	f.Var(&opts.MaxBody, "max-body", "largest ingest request body")
 	f.IntVar(&opts.MaxWaiters, "max-waiters", 20000, "most long-polls waiting at once; more get a busy error")
 	f.IntVar(&opts.MaxReads, "max-reads", 0, "pages built at once; more wait their turn (default 4 per CPU)")
+	f.IntVar(&opts.MaxScans, "max-scans", 0, "filtered reads going on at once past a quick read's work, in a lane of their own so that they never hold up other reads; more wait their turn (default 1 per 2 CPUs)")
+	f.IntVar(&opts.MaxStreams, "max-streams", 64, "streams (GET /events/stream, which replay uses) served at once, about 320 KiB each; more are answered 503 with Retry-After")
 	f.DurationVar(&opts.BodyTimeout, "body-timeout", 10*time.Second, "answer 408 to a request whose body takes longer than this to arrive")
-	f.Var(&opts.MaxBodyMemory, "max-body-memory", "request bodies held at once, all requests together; more are refused with 503")
+	f.Var(&opts.MaxBodyMemory, "max-body-memory", "ingest and signal bodies held at once, all requests together, counted as their bytes arrive; more are refused with 503")
+	f.Var(&opts.MaxRPCMemory, "max-rpc-body-memory", "JSON-RPC request bodies (readers') held at once, apart from --max-body-memory; more are refused with 503")
 	f.Var(&opts.MaxReply, "max-reply", "most bytes of events in the reply to one request, all calls of a batch together; a longer page is cut short")
 	f.Int64Var(&opts.ScanBudget, "scan-budget", 1_500_000_000, "filter work per request: bytes of events examined times the filter's passes over them; a read that spends it answers with where to resume")
 	f.StringVar(&opts.ReadToken, "read-token", "", "require this bearer token to read events and metrics")
@@ -431,15 +437,18 @@ func runServe(ctx context.Context, opts *serveOptions) error {
 		MaxBody:      int64(opts.MaxBody),
 		MaxWaiters:   opts.MaxWaiters,
 		MaxReads:     opts.MaxReads,
+		MaxScans:     opts.MaxScans,
+		MaxStreams:   opts.MaxStreams,
 		ReadToken:    opts.ReadToken,
 		IngestToken:  opts.IngestToken,
 		Logger:       logger,
 		Version:      versionString(),
 
-		BodyTimeout:   opts.BodyTimeout,
-		MaxBodyMemory: int64(opts.MaxBodyMemory),
-		MaxReplyBytes: int(opts.MaxReply),
-		ScanBudget:    opts.ScanBudget,
+		BodyTimeout:      opts.BodyTimeout,
+		MaxBodyMemory:    int64(opts.MaxBodyMemory),
+		MaxRPCBodyMemory: int64(opts.MaxRPCMemory),
+		MaxReplyBytes:    int(opts.MaxReply),
+		ScanBudget:       opts.ScanBudget,
 	})
 	if opts.TLSCert != "" {
 		// Check the key pair before binding, so that a bad one leaves no address file.

@@ -142,7 +142,7 @@ func bodyBytes(t *testing.T, n *node) float64 {
 // 503 rather than held, and the bytes are given back when a request is done.
 func TestBodyMemoryIsBounded(t *testing.T) {
 	h := newHeldNode(t, server.Config{MaxBodyMemory: 64 << 10, MaxBody: 64 << 10, MaxRPCBody: 16 << 10})
-	conn := h.hold(t, "/events", "application/cloudevents+json", 60<<10, "")
+	conn := h.hold(t, "/events", "application/cloudevents+json", 60<<10, strings.Repeat("x", 60<<10-1))
 	waitUntil(t, "the held body counts", func() bool { return bodyBytes(t, h.node) == 60<<10 })
 	ev := ceJSON("/big", "1", "big.t", 1)
 	ev = ev[:len(ev)-1] + `,"pad":"` + strings.Repeat("x", 8<<10) + `"}`
@@ -332,5 +332,154 @@ func TestPathologicalFilters(t *testing.T) {
 		} else if r.Result == nil || len(r.Result.Items) != 0 || r.Result.More {
 			t.Errorf("%s: %s, want an empty page of the whole log", c.name, abbrev(b))
 		}
+	}
+}
+
+// Error replies count against a batch's reply budget as they are: a batch whose first call
+// takes the budget's worth of items and whose other calls are refused with long messages
+// stays within MaxReplyBytes, and no message echoes more than a bounded part of a request.
+func TestBatchReplyBoundedWithErrors(t *testing.T) {
+	n := newNode(t, server.Config{MaxItems: 1000, MaxRPCBody: 1 << 20}, eventlog.Options{})
+	bigEvents(n, 100, 60<<10) // 6 MB: the first call alone asks for more than the budget
+	calls := []string{`{"jsonrpc":"2.0","id":0,"method":"events","params":{"maxItems":1000,"before":"7fffffffffffffff-0000000000000000"}}`}
+	for i := 1; i < 16; i++ {
+		// Bytes that are not UTF-8 come back as U+FFFD, three bytes each.
+		bad := strings.Repeat("\xff", 60<<10)
+		if i%2 == 0 {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s"}`, i, bad))
+		} else {
+			calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"events","params":{"waitTime":"%s"}}`, i, bad))
+		}
+	}
+	resp, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, abbrev(b))
+	}
+	if len(b) > 4<<20+2 {
+		t.Fatalf("a reply of %d bytes, over the budget of %d", len(b), 4<<20)
+	}
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	if len(replies) != 16 || replies[0].Result == nil || len(replies[0].Result.Items) == 0 || !replies[0].Result.More {
+		t.Fatalf("%d replies, the first %s", len(replies), abbrev(b))
+	}
+	for i, r := range replies[1:] {
+		if r.Error == nil || len(r.Error.Data) > 2<<10 {
+			t.Fatalf("call %d: want an error of at most 2 KiB, got %s", i+1, abbrev(b[:min(len(b), 300)]))
+		}
+	}
+}
+
+// A call of a batch that finds the request's scan budget spent by the calls before it
+// answers "items":[] and "more":true at once, as one that finds the reply budget spent does.
+func TestBatchCallsAfterTheScanBudget(t *testing.T) {
+	n := newNode(t, server.Config{MaxItems: 1000, ScanBudget: 5_000_000}, eventlog.Options{})
+	bigEvents(n, 300, 60<<10)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"maxItems":1000,"before":"7fffffffffffffff-0000000000000000","filter":{"query":"type = 'big.t'"}}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	_, b := n.post("/", "application/json", "["+strings.Join(calls, ",")+"]")
+	var replies []rpcReply
+	mustUnmarshal(t, b, &replies)
+	if len(replies) != 16 || replies[0].Result == nil || len(replies[0].Result.Items) == 0 || !replies[0].Result.More {
+		t.Fatalf("the first call: %s", abbrev(b))
+	}
+	for i, r := range replies[1:] {
+		if r.Result == nil {
+			t.Fatalf("call %d after the scan budget was spent: %+v", i+1, r.Error)
+		}
+		if res := r.Result; len(res.Items) != 0 || !res.More || res.Newest == "" {
+			t.Fatalf("call %d after the scan budget was spent: %d items, more %v, newest %q", i+1, len(res.Items), res.More, res.Newest)
+		}
+	}
+}
+
+// Bodies count against MaxBodyMemory as their bytes arrive, not as their Content-Length
+// says they will: 64 POSTs that declare the largest body and send none of it hold next to
+// nothing, and a producer beside them is served.
+func TestDeclaredBodiesHoldNoMemory(t *testing.T) {
+	h := newHeldNode(t, server.Config{BodyTimeout: time.Minute})
+	for range 64 {
+		h.hold(t, "/events", "application/cloudevents-batch+json", 8<<20, "")
+	}
+	waitUntil(t, "the body-less POSTs reach the handler", func() bool { return h.held.Load() == 64 })
+	if got := bodyBytes(t, h.node); got > 64*4<<10 {
+		t.Fatalf("64 POSTs that sent no body hold %v bytes, more than 4 KiB each", got)
+	}
+	resp, b := h.post("/events", "application/cloudevents+json", ceJSON("/ok", "1", "ok.t", 1))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a producer beside the held POSTs: HTTP %d %s", resp.StatusCode, b)
+	}
+}
+
+// Readers' JSON-RPC bodies and producers' bodies are held in rooms of their own: clients
+// with no token, on a node whose reads are open, that send most of their calls and stall
+// fill only the readers' room, and a producer with the ingest token is served. A POST
+// without the ingest token is refused before anything of its body is held.
+func TestReadersBodiesLeaveProducersRoom(t *testing.T) {
+	h := newHeldNode(t, server.Config{BodyTimeout: time.Minute, IngestToken: "secret",
+		MaxBodyMemory: 1 << 20, MaxBody: 256 << 10, MaxRPCBody: 64 << 10})
+	var sent int
+	call := `{"jsonrpc":"2.0","id":1,"method":"events","params":{"pad":"` + strings.Repeat("x", 64<<10)
+	for range 32 {
+		// 64 KiB declared, all but a byte sent.
+		h.hold(t, "/", "application/json", 64<<10, call[:64<<10-1])
+		sent += 64<<10 - 1
+	}
+	waitUntil(t, "the stalled calls reach the handler", func() bool { return h.held.Load() == 32 })
+	resp, b := h.post("/events", "application/cloudevents+json", ceJSON("/ok", "1", "ok.t", 1), "Authorization", "Bearer secret")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a producer beside %d bytes of stalled calls: HTTP %d %s", sent, resp.StatusCode, b)
+	}
+	held := bodyBytes(t, h.node)
+	for range 16 {
+		c := h.hold(t, "/events", "application/cloudevents-batch+json", 8<<20, "")
+		if d, ok := testwait.Deadline(t); ok {
+			_ = c.SetReadDeadline(d)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a POST without the ingest token: %v %v", resp, err)
+		}
+	}
+	if got := bodyBytes(t, h.node); got != held {
+		t.Fatalf("POSTs refused for want of a token changed the bodies held from %v to %v", held, got)
+	}
+}
+
+// brokenWriter is the reply of a connection that fails once its first bytes are written.
+type brokenWriter struct {
+	*httptest.ResponseRecorder
+	writes int
+}
+
+func (w *brokenWriter) Write(b []byte) (int, error) {
+	if w.writes++; w.writes > 1 {
+		return 0, errors.New("broken pipe")
+	}
+	return w.ResponseRecorder.Write(b)
+}
+
+// A batch whose reply can no longer be written reads no more for its calls.
+func TestBatchStopsWhenItsReplyFails(t *testing.T) {
+	l, err := eventlog.Open(eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rc := &readCounter{Store: l}
+	srv := server.New(server.Config{Store: rc})
+	call := `{"jsonrpc":"2.0","id":%d,"method":"events","params":{"before":"7fffffffffffffff-0000000000000000"}}`
+	var calls []string
+	for i := range 16 {
+		calls = append(calls, fmt.Sprintf(call, i))
+	}
+	req := httptest.NewRequest("POST", "/", strings.NewReader("["+strings.Join(calls, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	srv.ServeHTTP(&brokenWriter{ResponseRecorder: httptest.NewRecorder()}, req)
+	if n := rc.reads.Load(); n > 2 {
+		t.Fatalf("a batch whose reply failed read the log %d times for its 16 calls", n)
 	}
 }

@@ -126,7 +126,8 @@ var logDescs = []struct {
 		}
 		return 0
 	}},
-	{"evtctl_http_request_body_bytes", "Bytes of request bodies held, being received or handled.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.bodies.Load()) }},
+	{"evtctl_http_request_body_bytes", "Bytes of request bodies held, being received or handled.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.bodies.n.Load() + s.rpcBody.n.Load()) }},
+	{"evtctl_streams", "Streams (GET /events/stream) being served.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.streams.Load()) }},
 	{"evtctl_parked_connections", "Connections held out of net/http: long-polls waiting, and connections between requests.", prometheus.GaugeValue, func(_ eventlog.Stats, s *Server) float64 { return float64(s.Parked()) }},
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -151,22 +152,33 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// scanCount wraps a read's filter to count the work it does.
+// scanCount wraps a read's filter to count the work it does. A read in the scan lane
+// (yield) lets other goroutines run every yieldWork of it, so that a costly scan that holds
+// a CPU does not hold up the cheap requests waiting for one.
 type scanCount struct {
 	match func([]byte) bool
 	work  int64 // per byte of an event
+	yield bool
 	used  atomic.Int64
 }
 
+// yieldWork is how much work a read in the scan lane does between two yields: about a
+// millisecond of the costliest filter.
+const yieldWork = quickWork / 16
+
 func (c *scanCount) matchJSON(event []byte) bool {
-	c.used.Add(int64(len(event)) * c.work)
+	n := int64(len(event)) * c.work
+	if used := c.used.Add(n); c.yield && used/yieldWork != (used-n)/yieldWork {
+		runtime.Gosched()
+	}
 	return c.match(event)
 }
 
 // readInto reads what q asks into pw, within pw's room and the scan budget, and returns what
-// the result says after its items. It takes a read slot for the whole of it: waiting readers
-// hold none, but a page being read holds up to q.Max events in memory, so only MaxReads are
-// built at once; the others queue briefly (until their request ends).
+// the result says after its items. It holds a read slot for the whole of it (lanes.go):
+// waiting readers hold none, but a page being read holds up to q.Max events in memory, so
+// only MaxReads (and MaxScans) are built at once; the others queue (until their request
+// ends).
 //
 // A read goes in steps, each starting where the last stopped. A step asks for no more items
 // than the reply has room for if each were as large as the largest item seen by the last step
@@ -177,16 +189,22 @@ func (c *scanCount) matchJSON(event []byte) bool {
 // event may be, and its actual work is counted: a filter that is costly per byte is stopped
 // after few records, and a cheap one on small events examines many.
 func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan *int64, pw *pageWriter) (pageEnd, error) {
-	select {
-	case s.reads <- struct{}{}:
-	case <-ctx.Done():
-		return pageEnd{}, ctx.Err()
+	slot := readSlot{s: s}
+	if err := slot.take(ctx, q.Match != nil, s.cfg.ScanBudget-*scan); err != nil {
+		return pageEnd{}, err
 	}
-	defer func() { <-s.reads }()
+	defer slot.release()
 	end := pageEnd{ascending: q.Ascending}
 	left := *scan
 	defer func() { *scan = left }()
 	perRecord := int64(max(work, 1)) * int64(s.cfg.MaxEventSize)
+	if (pw.room() < minItemBytes && !pw.force) || (q.Match != nil && left < perRecord && left < s.cfg.ScanBudget) {
+		// The reply's budget, or the filter's, was spent by the calls before this one: it
+		// answers no items and more:true at once (cut short: a long-poll does not wait), and
+		// reads only where the log stands.
+		pw.cut = true
+		return s.readBounds(ctx, q)
+	}
 	largest := int(s.largestItem.Load()) // the largest item a step may meet
 	if largest == 0 {
 		largest = s.cfg.MaxEventSize
@@ -196,11 +214,15 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 		sq.Max = min(q.Max-pw.n, 1+pw.room()/max(largest, minItemBytes))
 		var count *scanCount
 		if q.Match != nil {
-			count = &scanCount{match: q.Match, work: int64(max(work, 1))}
+			spent := s.cfg.ScanBudget - left
+			if err := slot.take(ctx, true, spent); err != nil {
+				return pageEnd{}, err
+			}
+			count = slot.counter(q.Match, work)
 			sq.Match = count.matchJSON
-			sq.Budget = int(min(max(left/perRecord, 1), 1<<30))
+			sq.Budget = slot.stepBudget(left, spent, perRecord)
 		}
-		page, err := s.cfg.Store.Read(ctx, sq)
+		page, err := s.readLog(ctx, sq)
 		if err != nil {
 			return pageEnd{}, err
 		}
@@ -265,6 +287,18 @@ func (s *Server) readInto(ctx context.Context, q eventlog.Query, work int, scan 
 			q.Before = next
 		}
 	}
+}
+
+// readBounds reads where the log stands, for a call that reads no items: a page of none
+// that says more:true.
+func (s *Server) readBounds(ctx context.Context, q eventlog.Query) (pageEnd, error) {
+	q.Match, q.Budget, q.Max = nil, 0, 1
+	page, err := s.readLog(ctx, q)
+	if err != nil {
+		return pageEnd{}, err
+	}
+	page.Release()
+	return pageEnd{more: true, oldest: page.Oldest, newest: page.Newest, ascending: q.Ascending}, nil
 }
 
 // progressed reports whether next lies beyond where q starts, so that a read from next

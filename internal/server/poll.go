@@ -355,6 +355,17 @@ func (s *Server) readPage(ctx context.Context, pl *poll) (pageWriter, pageEnd, e
 	return pw, end, nil
 }
 
+// readLog reads from the log, and notes a read that succeeds (readError notes one that
+// fails).
+func (s *Server) readLog(ctx context.Context, q eventlog.Query) (eventlog.Page, error) {
+	p, err := s.cfg.Store.Read(ctx, q)
+	if err == nil {
+		s.readsDown.ok(s.log)
+		s.readsFailed.ok(s.log)
+	}
+	return p, err
+}
+
 // readError turns a failed read into the call's error.
 func (s *Server) readError(ctx context.Context, err error) *rpcError {
 	if ctx.Err() != nil {
@@ -362,13 +373,13 @@ func (s *Server) readError(ctx context.Context, err error) *rpcError {
 	}
 	if errors.Is(err, eventlog.ErrUnavailable) {
 		// A distributed store between leaders, or reconnecting: worth a retry.
-		s.log.Warn("reading the event log", "err", err)
-		e := newRPCError(codeBusy, err.Error()+"; retry shortly")
+		s.readsDown.fail(s.log, err)
+		e := newRPCError(codeBusy, publicText(err.Error())+"; retry shortly")
 		e.retryAfter = 1
 		return e
 	}
-	s.log.Error("reading the event log", "err", err)
-	return newRPCError(codeInternal, "reading the event log failed: "+err.Error())
+	s.readsFailed.fail(s.log, err)
+	return newRPCError(codeInternal, "reading the event log failed: "+publicText(err.Error()))
 }
 
 // readShared reads the page of a shared read. Its memory is never pooled again: any number of

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -44,16 +45,33 @@ type Config struct {
 	MaxWaiters   int           // long-polls waiting at once; default 20,000
 	MaxIngest    int           // ingest requests being decoded and appended at once; default 64
 	MaxReads     int           // log reads (pages being built) at once; default 4 × GOMAXPROCS
-	ReadToken    string        // bearer token for reading (events, metrics); "" = open
-	IngestToken  string        // bearer token for ingest and signals; "" = open
-	Logger       *slog.Logger
-	Version      string
+	// MaxScans bounds the filtered reads that go on at once once they have done a quick
+	// read's work (quickWork), in a lane of their own beside MaxReads' so that costly scans
+	// never hold up a cheap read; default GOMAXPROCS/2, at least 1.
+	MaxScans int
+	// MaxStreams bounds the streams (StreamPath) served at once; one more is answered 503
+	// with Retry-After. Each holds about its write buffer (streamFlush) of memory. Default 64.
+	MaxStreams int
+	// StreamGrace and MinStreamRate decide when a stream's reader is too slow: once its
+	// writes have waited on the reader for longer than StreamGrace plus a second for every
+	// MinStreamRate bytes the stream has sent, the stream is cut off (the client resumes
+	// after its last item). Defaults 30s and 256 KiB/s.
+	StreamGrace   time.Duration
+	MinStreamRate int64
+	ReadToken     string // bearer token for reading (events, metrics); "" = open
+	IngestToken   string // bearer token for ingest and signals; "" = open
+	Logger        *slog.Logger
+	Version       string
 	// BodyTimeout bounds the time to receive a request body once its headers are in; default 10s.
 	BodyTimeout time.Duration
-	// MaxBodyMemory bounds the bytes of request bodies held at once, all requests together,
-	// from the first byte received until the request no longer needs it; default 64 MiB, and
-	// at least MaxBody.
+	// MaxBodyMemory bounds the bytes of ingest and signal bodies held at once, all such
+	// requests together, counted as the bytes arrive and until the request no longer needs
+	// them; default 64 MiB, and at least MaxBody.
 	MaxBodyMemory int64
+	// MaxRPCBodyMemory bounds the bytes of JSON-RPC request bodies (readers') held at once,
+	// apart from MaxBodyMemory, so that readers never take producers' room nor the other way
+	// round; default 16 MiB, and at least MaxRPCBody.
+	MaxRPCBodyMemory int64
 	// MaxReplyBytes bounds the pages of the reply to one request, all calls of a JSON-RPC
 	// batch together: a page that would go past it is cut short (more:true). Default 4 MiB;
 	// at least twice MaxEventSize and 16 KiB, room for one item of the largest size.
@@ -74,11 +92,17 @@ type Server struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	waiters  atomic.Int64
-	bodies   atomic.Int64 // bytes of request bodies held (MaxBodyMemory)
+	streams  atomic.Int64 // streams being served (MaxStreams)
+
+	// Runs of failures, summed up in the node's log (outage.go).
+	appendsDown, appendsFailed, readsDown, readsFailed outage
+	bodies                                             bodyRoom // ingest and signal bodies held (MaxBodyMemory)
+	rpcBody                                            bodyRoom // JSON-RPC bodies held (MaxRPCBodyMemory)
 
 	largestItem atomic.Int64  // the largest item the last read step that saw any saw (readInto)
 	ingest      chan struct{} // semaphore
 	reads       chan struct{} // semaphore: bounds the memory and CPU that page building takes
+	scans       chan struct{} // semaphore: filtered reads past quickWork (lanes.go)
 	limits      cevent.Limits
 	shared      shareCache // reads shared by long-polls asking the same
 	orders      orderGate  // sequences of ordered batches (order.go)
@@ -117,6 +141,18 @@ func New(cfg Config) *Server {
 	if cfg.MaxReads <= 0 {
 		cfg.MaxReads = 4 * runtime.GOMAXPROCS(0)
 	}
+	if cfg.MaxScans <= 0 {
+		cfg.MaxScans = max(runtime.GOMAXPROCS(0)/2, 1)
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 64
+	}
+	if cfg.StreamGrace <= 0 {
+		cfg.StreamGrace = 30 * time.Second
+	}
+	if cfg.MinStreamRate <= 0 {
+		cfg.MinStreamRate = 256 << 10
+	}
 	if cfg.MaxIngest <= 0 {
 		cfg.MaxIngest = 64
 	}
@@ -126,8 +162,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyMemory <= 0 {
 		cfg.MaxBodyMemory = 64 << 20
 	}
+	if cfg.MaxRPCBodyMemory <= 0 {
+		cfg.MaxRPCBodyMemory = 16 << 20
+	}
 	// Room for at least one body of the largest size, or such bodies would never be taken.
-	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody, cfg.MaxRPCBody)
+	cfg.MaxBodyMemory = max(cfg.MaxBodyMemory, cfg.MaxBody)
+	cfg.MaxRPCBodyMemory = max(cfg.MaxRPCBodyMemory, cfg.MaxRPCBody)
 	if cfg.MaxReplyBytes <= 0 {
 		cfg.MaxReplyBytes = 4 << 20
 	}
@@ -148,8 +188,18 @@ func New(cfg Config) *Server {
 		quit:   make(chan struct{}),
 		ingest: make(chan struct{}, cfg.MaxIngest),
 		reads:  make(chan struct{}, cfg.MaxReads),
+		scans:  make(chan struct{}, cfg.MaxScans),
 		limits: cevent.Limits{MaxEventBytes: cfg.MaxEventSize},
 	}
+	s.bodies.max, s.rpcBody.max = cfg.MaxBodyMemory, cfg.MaxRPCBodyMemory
+	s.appendsDown = outage{what: "appends to the event log are refused", still: "appends to the event log are still refused",
+		again: "appends to the event log are taken again", count: "refused", level: slog.LevelWarn}
+	s.appendsFailed = outage{what: "appends to the event log fail", still: "appends to the event log still fail",
+		again: "appends to the event log succeed again", count: "failed", level: slog.LevelError}
+	s.readsDown = outage{what: "reads of the event log are refused", still: "reads of the event log are still refused",
+		again: "reads of the event log succeed again", count: "refused", level: slog.LevelWarn}
+	s.readsFailed = outage{what: "reads of the event log fail", still: "reads of the event log still fail",
+		again: "reads of the event log succeed again", count: "failed", level: slog.LevelError}
 	if cfg.ReadToken != "" {
 		d := sha256.Sum256([]byte(cfg.ReadToken))
 		s.readToken = &d
@@ -279,21 +329,30 @@ func retryAfter(w http.ResponseWriter, seconds int) {
 }
 
 // handleHealth stays open for load balancers; with a read token set, details (counts,
-// cursors, error text with file paths) are shown only to a caller that sends it.
+// cursors, errors) are shown only to a caller that sends it. The paths of the node's files
+// (in damaged ranges, with their offsets, and in error texts) are shown only to a caller
+// that sends the read token: a node without one keeps them to its log.
 //
 // Status: "ok"; "degraded" (HTTP 200: the node serves, but ranges of its log were lost to
 // damage, or appends are refused for a passing reason such as a full disk — details say
 // which); "failed" or "shutting down" (HTTP 503).
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	detail := s.cfg.ReadToken == ""
-	if got, ok := bearer(r); ok && !detail {
-		detail = tokenIs(got, sha256.Sum256([]byte(s.cfg.ReadToken)))
+	detail, private := s.readToken == nil, false
+	if got, ok := bearer(r); ok && s.readToken != nil {
+		detail = tokenIs(got, *s.readToken)
+		private = detail
+	}
+	errText := func(err error) string {
+		if private {
+			return err.Error()
+		}
+		return publicText(err.Error())
 	}
 	if f, ok := s.cfg.Store.(interface{ Failed() error }); ok {
 		if err := f.Failed(); err != nil {
 			body := map[string]string{"status": "failed"}
 			if detail {
-				body["error"] = err.Error()
+				body["error"] = errText(err)
 			}
 			writeJSON(w, http.StatusServiceUnavailable, body)
 			return
@@ -330,7 +389,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 			if !d.Next.IsZero() {
 				rg["next"] = d.Next.String()
 			}
-			if d.File != "" {
+			if d.File != "" && private {
 				rg["file"], rg["offset"] = d.File, d.Offset
 				if d.End > 0 {
 					rg["end"] = d.End
@@ -341,9 +400,31 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		body["damaged"], body["lost_events"] = ranges, st.Lost
 	}
 	if unwritable != nil {
-		body["appends"] = "refused for now: " + unwritable.Error()
+		body["appends"] = "refused for now: " + errText(unwritable)
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// absPath finds absolute paths in a text: /a/b after the start, a space, a quote, '=', '('
+// or '['; C:\a\b likewise. A URL's path (after "scheme:") is not one.
+var absPath = regexp.MustCompile(`(^|[\s"'=(\[])(/[^\s"',;:)\]]+|[A-Za-z]:\\[^\s"',;:)\]]+)`)
+
+// publicText is an error's text for clients: each absolute path in it cut to its last
+// element, so that the node's directories stay in its log.
+func publicText(s string) string {
+	if !strings.ContainsAny(s, `/\`) {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range absPath.FindAllStringSubmatchIndex(s, -1) {
+		p := strings.TrimRight(s[m[4]:m[5]], `/\`)
+		b.WriteString(s[last:m[4]])
+		b.WriteString(p[strings.LastIndexAny(p, `/\`)+1:])
+		last = m[5]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // unwritable is why appends fail for now, when the store says so (a full disk).
@@ -386,8 +467,26 @@ const (
 	codeBusy           = -32000 // evtctl: too many waiting readers, or the log is unavailable; retry
 )
 
+// maxErrorData bounds the data of an error object: a message may quote a request, and a
+// reply must not grow with what a client sends.
+const maxErrorData = 1 << 10
+
 func newRPCError(code int, data string) *rpcError {
-	return &rpcError{Code: code, Message: rpcMessage(code), Data: data}
+	return &rpcError{Code: code, Message: rpcMessage(code), Data: cutText(data, maxErrorData)}
+}
+
+// cutText returns s, or when it is longer than n bytes its first bytes and "…", n bytes in
+// all at most, cut between two characters.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	i := max(n-len(more), 0)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + more
 }
 
 func rpcMessage(code int) string {
@@ -416,7 +515,7 @@ type rpcRequest struct {
 }
 
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "")
+	body, held, ok := s.readBody(w, r, s.cfg.MaxRPCBody, "", &s.rpcBody)
 	if !ok {
 		return
 	}
@@ -424,12 +523,12 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	if len(body) > 0 && body[0] == '[' {
 		var reqs []json.RawMessage // copies: the body can go
 		err := json.Unmarshal(body, &reqs)
-		s.releaseBody(held)
+		s.rpcBody.release(held)
 		s.handleBatch(w, r, reqs, err)
 		return
 	}
 	id, p, rerr := decodeCall(body)
-	s.releaseBody(held)
+	s.rpcBody.release(held)
 	if rerr == nil && p == nil {
 		// A notification: HTTP 200 with no body, as from a Tendermint node.
 		w.WriteHeader(http.StatusOK)
@@ -497,10 +596,17 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		c := &calls[i]
 		c.id, c.p, c.rerr = decodeCall(raw)
 		reqs[i] = nil
-		if c.rerr != nil || c.p != nil {
-			c.room = envelopeSize(c.id) + replyTrailer
-			kept += c.room
+		switch {
+		case c.rerr != nil:
+			// Its reply is known: it takes what it takes.
+			out.Reset()
+			appendRPC(&out, c.id, nil, c.rerr)
+			c.room = out.Len() + 1
+		case c.p != nil:
+			// A page with no items, or an error of the read, whose message is cut to fit.
+			c.room = envelopeSize(c.id) + callRoom
 		}
+		kept += c.room
 	}
 	left := s.cfg.MaxReplyBytes
 	scan := s.cfg.ScanBudget
@@ -525,16 +631,25 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		}
 		replies++
 		items += res.items
+		var err error
 		if rerr != nil {
+			if c.rerr == nil {
+				rerr = fitError(rerr, callRoom)
+			}
 			appendRPC(&out, c.id, nil, rerr)
-			_, _ = w.Write(out.Bytes())
+			_, err = w.Write(out.Bytes())
 		} else {
 			appendRPC(&out, c.id, nil, nil)
 			out.Truncate(out.Len() - 1) // without the closing brace
-			_, _ = w.Write(out.Bytes())
-			_, _ = w.Write(res.b)
-			_, _ = w.Write([]byte("}"))
+			if _, err = w.Write(out.Bytes()); err == nil {
+				if _, err = w.Write(res.b); err == nil {
+					_, err = w.Write([]byte("}"))
+				}
+			}
 			res.release()
+		}
+		if err != nil {
+			return // the client is gone, or too slow: the other calls are not read for it
 		}
 		left -= out.Len() + len(res.b) + 1
 	}
@@ -551,7 +666,29 @@ type batchCall struct {
 	id   json.RawMessage
 	p    *eventsParams // nil for a notification or an error
 	rerr *rpcError
-	room int // bytes its reply takes when it is an error or a page without items
+	room int // bytes its reply takes at least: its error, or a page without items
+}
+
+// callRoom is the room of a call's reply in a batch beside its envelope, kept for it until it
+// runs: the end of a page, or an error object.
+const callRoom = 2 * replyTrailer
+
+// fitError returns e with its data cut so that the error object takes at most n bytes.
+func fitError(e *rpcError, n int) *rpcError {
+	b, _ := json.Marshal(e)
+	if len(b) <= n {
+		return e
+	}
+	cut := *e
+	// JSON may take up to six bytes for one of the data's.
+	cut.Data = cutText(e.Data, max(len(e.Data)-(len(b)-n), 0))
+	for {
+		b, _ = json.Marshal(&cut)
+		if len(b) <= n || cut.Data == "" {
+			return &cut
+		}
+		cut.Data = cutText(cut.Data, len(cut.Data)/2)
+	}
 }
 
 func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result, rerr *rpcError) {
@@ -768,69 +905,42 @@ func (s *Server) acquireIngest(ctx context.Context) bool {
 // to send its body holds no slot, only the bytes it has sent (see readBody). When ok is false
 // it has answered the request; otherwise the caller must call done.
 func (s *Server) beginIngest(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
-	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch")
+	body, held, ok := s.readBody(w, r, s.cfg.MaxBody, "; send fewer events per batch", &s.bodies)
 	if !ok {
 		return nil, nil, false
 	}
 	if !s.acquireIngest(r.Context()) {
-		s.releaseBody(held)
+		s.bodies.release(held)
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node is taking in as much as it can; retry after the delay given")
 		return nil, nil, false
 	}
-	return body, func() { <-s.ingest; s.releaseBody(held) }, true
+	return body, func() { <-s.ingest; s.bodies.release(held) }, true
 }
 
+// firstBodyRead is the room a body is read into before any of it has arrived (or the
+// whole body when it is smaller).
+const firstBodyRead = 4 << 10
+
 // readBody reads a request body of at most limit bytes, which must arrive within
-// BodyTimeout, while the bytes of all bodies held stay within MaxBodyMemory. When ok is
-// false it has answered the request; otherwise the caller calls releaseBody(held) once it no
-// longer holds the body. hint follows the message of a body over the limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string) (body []byte, held int64, ok bool) {
+// BodyTimeout, into memory counted in room as the bytes arrive: a request that says its body
+// is large and sends none of it holds next to nothing. When ok is false it has answered the
+// request; otherwise the caller calls room.release(held) once it no longer holds the body.
+// hint follows the message of a body over the limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, hint string, room *bodyRoom) (body []byte, held int64, ok bool) {
 	setReadDeadline(w, time.Now().Add(s.cfg.BodyTimeout))
-	src := http.MaxBytesReader(w, r.Body, limit)
 	var err error
 	full := false
 	if r.ContentLength > limit {
 		// Said to be too large: refused without reading it.
 		w.Header().Set("Connection", "close")
 		err = &http.MaxBytesError{Limit: limit}
-	} else if n := r.ContentLength; n >= 0 {
-		// The usual case: the length is known, and the body is read into one buffer.
-		if full = !s.holdBody(&held, n); !full {
-			body = make([]byte, n)
-			_, err = io.ReadFull(src, body)
-		}
 	} else {
-		// A body of unknown length: held as it grows.
-		body = make([]byte, 0, 512)
-		if full = !s.holdBody(&held, int64(cap(body))); !full {
-			for {
-				if len(body) == cap(body) {
-					grow := min(int64(cap(body)), limit+1-int64(cap(body)))
-					if grow <= 0 {
-						err = &http.MaxBytesError{Limit: limit}
-						break
-					}
-					if full = !s.holdBody(&held, grow); full {
-						break
-					}
-					body = append(body[:cap(body)], make([]byte, grow)...)[:len(body)]
-				}
-				var n int
-				n, err = src.Read(body[len(body):cap(body)])
-				body = body[:len(body)+n]
-				if err != nil {
-					if err == io.EOF {
-						err = nil
-					}
-					break
-				}
-			}
-		}
+		body, held, full, err = readCounted(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit, room)
 	}
 	switch {
 	case full:
-		s.releaseBody(held)
+		room.release(held)
 		w.Header().Set("Connection", "close")
 		retryAfter(w, 1)
 		writeError(w, http.StatusServiceUnavailable, "the node holds as many request bodies as it can; retry after the delay given")
@@ -840,7 +950,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, h
 		setReadDeadline(w, time.Time{})
 		return body, held, true
 	}
-	s.releaseBody(held)
+	room.release(held)
 	switch {
 	case tooLarge(err):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes%s", limit, hint))
@@ -853,19 +963,150 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, h
 	return nil, 0, false
 }
 
-// holdBody counts n more bytes of bodies held against MaxBodyMemory, adding them to *held;
-// false, counting nothing, when they would go past it.
-func (s *Server) holdBody(held *int64, n int64) bool {
-	if s.bodies.Add(n) > s.cfg.MaxBodyMemory {
-		s.bodies.Add(-n)
+// readCounted reads src, a body of length bytes (-1: unknown, at most limit), into memory
+// counted in room as it grows: full when room had none left. held is what it counted, to
+// be released also when it fails.
+//
+// The memory a request holds stays within twice what its client has sent (and
+// firstBodyRead): a body is read into pooled buffers that double as they fill until half of
+// it has come, then into one buffer of its whole length, the bytes so far copied over; a
+// body of unknown length into the pooled buffers to its end, then copied into one of its
+// length. A small body is read straight into one buffer of its length.
+func readCounted(src io.Reader, length, limit int64, room *bodyRoom) (body []byte, held int64, full bool, err error) {
+	if length == 0 {
+		return nil, 0, false, nil
+	}
+	if length > 0 && length <= firstBodyRead {
+		if !room.hold(&held, length) {
+			return nil, held, true, nil
+		}
+		body = make([]byte, length)
+		if _, err = io.ReadFull(src, body); err != nil {
+			return nil, held, false, err
+		}
+		return body, held, false, nil
+	}
+	want := length // the most bytes to make room for
+	if want < 0 {
+		want = limit + 1 // one past the limit: MaxBytesReader tells a body over it
+	}
+	// buf: a pooled buffer while what came is less than half the body, then body itself.
+	var buf []byte
+	pooled := func(n int64) bool {
+		nb := getBodyBuf(int(n))
+		if !room.hold(&held, int64(cap(nb))) {
+			putBodyBuf(nb)
+			return false
+		}
+		nb = append(nb, buf...)
+		if buf != nil {
+			room.release(int64(cap(buf)))
+			held -= int64(cap(buf))
+			putBodyBuf(buf)
+		}
+		buf = nb
+		return true
+	}
+	defer func() { putBodyBuf(buf) }() // unless it became body
+	if !pooled(firstBodyRead) {
+		return nil, held, true, nil
+	}
+	final := false // buf is the body's own buffer
+	for int64(len(buf)) < want {
+		if !final && length > 0 && 2*int64(len(buf)) >= length {
+			// Half of it has come: the rest goes straight into a buffer of its length, which
+			// is counted in place of the pooled one.
+			room.release(int64(cap(buf)))
+			held -= int64(cap(buf))
+			if !room.hold(&held, length) {
+				return nil, held, true, nil
+			}
+			nb := make([]byte, len(buf), length)
+			copy(nb, buf)
+			putBodyBuf(buf)
+			buf, final = nb, true
+		} else if len(buf) == cap(buf) {
+			if !pooled(min(2*int64(cap(buf)), want)) {
+				return nil, held, true, nil
+			}
+		}
+		var n int
+		n, err = src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			if length >= 0 && int64(len(buf)) < length {
+				return nil, held, false, io.ErrUnexpectedEOF
+			}
+			break
+		}
+		if err != nil {
+			return nil, held, false, err
+		}
+	}
+	if final {
+		body, buf = buf, nil
+		return body, held, false, nil
+	}
+	// A body of unknown length, or one that ended early: copied out of the pooled buffer.
+	body = append([]byte(nil), buf...)
+	room.release(int64(cap(buf)))
+	held -= int64(cap(buf))
+	if !room.hold(&held, int64(len(body))) {
+		return nil, held, true, nil
+	}
+	return body, held, false, nil
+}
+
+// Pooled buffers for bodies being received, by powers of two from firstBodyRead.
+var bodyBufs [16]sync.Pool // of *[]byte
+
+func bodyBufClass(n int) int {
+	c := 0
+	for firstBodyRead<<c < n {
+		c++
+	}
+	return c
+}
+
+// getBodyBuf returns an empty buffer of at least n bytes: a power of two times
+// firstBodyRead.
+func getBodyBuf(n int) []byte {
+	c := bodyBufClass(n)
+	if c < len(bodyBufs) {
+		if p, ok := bodyBufs[c].Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, firstBodyRead<<c)
+}
+
+// putBodyBuf returns a buffer of getBodyBuf's to the pool (any other is left alone).
+func putBodyBuf(b []byte) {
+	if c := bodyBufClass(cap(b)); cap(b) > 0 && c < len(bodyBufs) && cap(b) == firstBodyRead<<c {
+		b = b[:0]
+		bodyBufs[c].Put(&b)
+	}
+}
+
+// bodyRoom counts the bytes of request bodies held against a bound.
+type bodyRoom struct {
+	n   atomic.Int64
+	max int64
+}
+
+// hold counts n more bytes, adding them to *held; false, counting nothing, when they would
+// go past the bound.
+func (b *bodyRoom) hold(held *int64, n int64) bool {
+	if b.n.Add(n) > b.max {
+		b.n.Add(-n)
 		return false
 	}
 	*held += n
 	return true
 }
 
-// releaseBody gives back the bytes of a body no longer held.
-func (s *Server) releaseBody(held int64) { s.bodies.Add(-held) }
+// release gives back the bytes of a body no longer held.
+func (b *bodyRoom) release(held int64) { b.n.Add(-held) }
 
 // setReadDeadline sets the read deadline of a request's connection, as
 // http.ResponseController does (without allocating one for each request).
@@ -986,21 +1227,23 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 			retryAfter(w, 2)
 			writeError(w, http.StatusServiceUnavailable, "the node is shutting down; retry against it once it is back")
 		case errors.Is(err, eventlog.ErrReadOnly):
-			writeError(w, http.StatusForbidden, err.Error())
+			writeError(w, http.StatusForbidden, publicText(err.Error()))
 		case errors.Is(err, eventlog.ErrRefused):
-			writeError(w, http.StatusUnprocessableEntity, err.Error())
+			writeError(w, http.StatusUnprocessableEntity, publicText(err.Error()))
 		case errors.Is(err, eventlog.ErrUnavailable):
-			s.log.Warn("appending to the event log", "err", err)
+			s.appendsDown.fail(s.log, err)
 			retryAfter(w, 2)
-			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+err.Error()+"; retry after the delay given")
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events right now: "+publicText(err.Error())+"; retry after the delay given")
 		default:
 			// A failed log takes nothing until the node is restarted: no Retry-After, since
 			// retrying cannot succeed before then.
-			s.log.Error("appending to the event log", "err", err)
-			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+err.Error())
+			s.appendsFailed.fail(s.log, err)
+			writeError(w, http.StatusServiceUnavailable, "the event log cannot take events until the node is restarted: "+publicText(err.Error()))
 		}
 		return nil, false
 	}
+	s.appendsDown.ok(s.log)
+	s.appendsFailed.ok(s.log)
 	s.metrics.ingested.Add(float64(len(res)))
 	if ord.token != "" {
 		w.Header().Set(OrderHeader, "ok")

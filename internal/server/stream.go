@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,9 +46,8 @@ const (
 )
 
 const (
-	streamStep     = 1000      // items read from the log at a time
-	streamFlush    = 256 << 10 // bytes buffered before a write
-	streamWriteFor = 30 * time.Second
+	streamStep  = 1000      // items read from the log at a time, at most
+	streamFlush = 256 << 10 // bytes buffered before a write
 )
 
 // advertiseStream marks the replies of h as coming from a node that serves the stream.
@@ -94,11 +94,24 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			work = fq.Work()
 		}
 	}
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
+		s.streams.Add(-1)
+		// A client asks again after the delay, or reads the range page by page.
+		b, _ := json.Marshal(newRPCError(codeBusy, fmt.Sprintf("the node serves %d streams at once, as many as it may; retry after the delay given, or page with the events method", s.cfg.MaxStreams)))
+		retryAfter(w, 1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(append(b, '\n'))
+		return
+	}
+	defer s.streams.Add(-1)
 	st := streamer{s: s, w: w, rc: http.NewResponseController(w), q: q, work: work, left: s.cfg.ScanBudget}
 	st.run(r)
 }
 
-// streamer is one stream being written.
+// streamer is one stream being written. It holds about streamFlush bytes of memory: the
+// items of a step are as many as fit in what is left of its buffer if each were as large
+// as the largest of the step before.
 type streamer struct {
 	s     *Server
 	w     http.ResponseWriter
@@ -106,8 +119,13 @@ type streamer struct {
 	q     eventlog.Query
 	work  int   // the filter's passes over each byte
 	left  int64 // scan budget left
+	slot  readSlot
 	buf   []byte
 	began bool
+
+	largest int           // the largest item of the last step that read any, encoded
+	sent    int64         // bytes written
+	waited  time.Duration // time spent in writes: waiting on the reader
 
 	lastType string // the type of the last item and its JSON string, which runs of items share
 	typeJSON []byte
@@ -115,9 +133,18 @@ type streamer struct {
 
 func (st *streamer) run(r *http.Request) {
 	ctx := r.Context()
-	st.buf = getPageBuf(streamFlush + 64<<10)
+	const bufSize = streamFlush + 64<<10
+	if st.buf = getPageBuf(bufSize); cap(st.buf) > 2*bufSize {
+		// A pooled page far larger than a stream needs stays in the pool.
+		putPageBuf(st.buf)
+		st.buf = make([]byte, 0, bufSize)
+	}
 	defer func() { putPageBuf(st.buf) }()
 	perRecord := int64(max(st.work, 1)) * int64(st.s.cfg.MaxEventSize)
+	st.slot = readSlot{s: st.s}
+	if st.largest = int(st.s.largestItem.Load()); st.largest == 0 {
+		st.largest = st.s.cfg.MaxEventSize
+	}
 	var newest cursor.Cursor
 	for {
 		select {
@@ -127,14 +154,8 @@ func (st *streamer) run(r *http.Request) {
 		default:
 		}
 		q := st.q
-		q.Max = streamStep
-		var count *scanCount
-		if q.Match != nil {
-			count = &scanCount{match: q.Match, work: int64(max(st.work, 1))}
-			q.Match = count.matchJSON
-			q.Budget = int(min(max(st.left/perRecord, 1), 1<<30))
-		}
-		page, err := st.read(r, q)
+		q.Max = min(streamStep, 1+max(streamFlush-len(st.buf), 0)/max(st.largest, minItemBytes))
+		page, used, err := st.read(r, q, perRecord)
 		if err != nil {
 			if !st.began {
 				st.fail(ctx, err)
@@ -152,8 +173,12 @@ func (st *streamer) run(r *http.Request) {
 			h.Set("X-Content-Type-Options", "nosniff")
 			st.w.WriteHeader(http.StatusOK)
 		}
-		for _, it := range page.Items {
-			st.item(it)
+		if len(page.Items) > 0 {
+			st.largest = 0
+			for _, it := range page.Items {
+				st.largest = max(st.largest, len(it.JSON)+len(it.Type)+64)
+				st.item(it)
+			}
 		}
 		var last cursor.Cursor
 		if n := len(page.Items); n > 0 {
@@ -161,9 +186,7 @@ func (st *streamer) run(r *http.Request) {
 		}
 		full := len(page.Items) == q.Max
 		page.Release()
-		if count != nil {
-			st.left -= count.used.Load()
-		}
+		st.left -= used
 		if !st.flush(false) {
 			return
 		}
@@ -188,15 +211,25 @@ func (st *streamer) run(r *http.Request) {
 	}
 }
 
-// read reads one step from the log in a read slot, as a page is read.
-func (st *streamer) read(r *http.Request, q eventlog.Query) (eventlog.Page, error) {
-	select {
-	case st.s.reads <- struct{}{}:
-	case <-r.Context().Done():
-		return eventlog.Page{}, r.Context().Err()
+// read reads one step from the log in a read slot of the lane for the work the stream has
+// done (lanes.go), as a page is read, and says what work its filter did; the slot is given
+// back before the step is written.
+func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (page eventlog.Page, used int64, err error) {
+	spent := st.s.cfg.ScanBudget - st.left
+	if err := st.slot.take(r.Context(), q.Match != nil, spent); err != nil {
+		return eventlog.Page{}, 0, err
 	}
-	defer func() { <-st.s.reads }()
-	return st.s.cfg.Store.Read(r.Context(), q)
+	defer st.slot.release()
+	var count *scanCount
+	if q.Match != nil {
+		count = st.slot.counter(q.Match, st.work)
+		q.Match, q.Budget = count.matchJSON, st.slot.stepBudget(st.left, spent, perRecord)
+	}
+	page, err = st.s.readLog(r.Context(), q)
+	if count != nil {
+		used = count.used.Load()
+	}
+	return page, used, err
 }
 
 // item appends one item as a line.
@@ -225,17 +258,29 @@ func (st *streamer) item(it eventlog.Item) {
 }
 
 // flush writes what is buffered once there is enough of it (or always), and reports false
-// when the client has gone.
+// when the client has gone or is too slow. The reader is too slow once the stream's writes
+// have waited on it for longer than StreamGrace plus a second for every MinStreamRate bytes
+// sent: over the whole stream, not write by write, so that a reader that takes a few bytes
+// now and then is not served for ever.
 func (st *streamer) flush(always bool) bool {
 	if len(st.buf) == 0 || (!always && len(st.buf) < streamFlush) {
 		return true
 	}
-	_ = st.rc.SetWriteDeadline(time.Now().Add(streamWriteFor))
-	_, err := st.w.Write(st.buf)
+	cfg := &st.s.cfg
+	sent := st.sent + int64(len(st.buf))
+	allowed := cfg.StreamGrace + time.Duration(float64(sent)/float64(cfg.MinStreamRate)*float64(time.Second)) - st.waited
+	if allowed <= 0 {
+		return false
+	}
+	start := time.Now()
+	_ = st.rc.SetWriteDeadline(start.Add(allowed))
+	n, err := st.w.Write(st.buf)
 	st.buf = st.buf[:0]
 	if err == nil && always {
 		err = st.rc.Flush()
 	}
+	st.waited += time.Since(start)
+	st.sent += int64(n)
 	return err == nil
 }
 
