@@ -143,10 +143,11 @@ func Open(opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
+	// The active segment is taken before the pruner starts: it changes l.segs.
+	l.wact = l.segs[len(l.segs)-1]
 	l.bg.Add(2)
 	go func() { defer l.bg.Done(); l.pruner() }()
 	go func() { defer l.bg.Done(); l.check() }()
-	l.wact = l.segs[len(l.segs)-1]
 	go l.writer()
 	return l, nil
 }

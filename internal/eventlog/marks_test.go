@@ -263,10 +263,16 @@ func TestLowWaterMarkMovesBeforeFilesGo(t *testing.T) {
 	if _, err := os.Stat(oldest); err != nil {
 		t.Fatalf("a file was deleted while the low-water mark could not move: %v", err)
 	}
+	// Read once the log is closed: while it runs, the pruner tries again and the mark on
+	// disk holds a new value for the moment between a write and its undoing.
+	l.Close()
 	if st, err := readMark(dir, lowMark); err != nil || st.seq != 1 {
 		t.Fatalf("the low-water mark on disk: %+v %v; want 1", st, err)
 	}
-	failing.Store(false)
+	if _, err := os.Stat(oldest); err != nil {
+		t.Fatalf("a file was deleted while the low-water mark could not move: %v", err)
+	}
+	l = openT(t, Options{Dir: dir, SegmentBytes: 4 << 10, MaxItems: 50})
 	waitFor(t, func() bool { _, err := os.Stat(oldest); return err != nil }, "old files deleted")
 	l.Close()
 	lw, err := readMark(dir, lowMark)
