@@ -67,6 +67,10 @@ type AttackConfig struct {
 	LongField  int
 }
 
+// attackSetUp bounds the wait for an attack's attackers to be in place before its window
+// is measured without them all.
+const attackSetUp = 10 * time.Second
+
 // phaseNames are the phases of an attack.
 var phaseNames = [3]string{"before", "during", "after"}
 
@@ -241,9 +245,10 @@ func (a *attacker) run(ctx context.Context, name string, measured map[string]*[3
 			stop()
 			return err
 		}
-		// Measured once the attackers are in place (or after a window's wait for them).
+		// Measured once the attackers are in place (or after a while without them all: a
+		// busy machine can take seconds to set up hundreds of connections).
 		began := time.Now()
-		for a.held.Load() < int64(want) && time.Since(began) < a.cfg.Phase && ctx.Err() == nil {
+		for a.held.Load() < int64(want) && time.Since(began) < max(a.cfg.Phase, attackSetUp) && ctx.Err() == nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 		inPlace += a.held.Load()
