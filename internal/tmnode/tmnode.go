@@ -85,7 +85,7 @@ func Start(t testing.TB, settings ...string) *Node {
 
 // Launch starts a node from script with its home in dir; the caller must Stop it.
 func Launch(script, dir string, settings ...string) (*Node, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, script, append([]string{dir}, settings...)...)
