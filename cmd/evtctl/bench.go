@@ -712,7 +712,7 @@ type benchJetStreamOptions struct {
 
 	Mode        string
 	Recent      int
-	ReplayEvery time.Duration
+	ReplayEvery int
 }
 
 func newCmdBenchJetStream(bo *benchOptions) *cobra.Command {
@@ -736,10 +736,10 @@ untimed: the node is a new process in each run, while the client's has run befor
 
 --mode in-use (the default) measures each side as it is used: it reads the warm-up events
 back before the measured ones are sent, and while they are, a live tail follows the stream
-(evtctl tail's path on the node; an ordered consumer for the client) and the --recent newest
-events are read again every --replay-every (evtctl replay's path; an ordered consumer that
-fetches them and is deleted). --mode fresh reads nothing while they are sent, and reads the
-warm-up events back after them.
+(evtctl tail's path on the node; an ordered consumer for the client) and, each time it has
+received --replay-every more, the --recent newest events are read again (evtctl replay's
+path; an ordered consumer that fetches them and is deleted): both sides do the same reads.
+--mode fresh reads nothing while they are sent, and reads the warm-up events back after them.
 
 Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs repeats
 everything; medians are reported.`,
@@ -762,8 +762,8 @@ everything; medians are reported.`,
 			if opts.Warmup < -1 {
 				return usagef("--warmup-events must be at least -1 (-1: none; 0: a tenth of --events)")
 			}
-			if opts.Recent < 1 || opts.ReplayEvery <= 0 {
-				return usagef("--recent must be at least 1 and --replay-every above 0")
+			if opts.Recent < 1 || opts.ReplayEvery < 1 {
+				return usagef("--recent and --replay-every must be at least 1")
 			}
 			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
 				return err
@@ -787,7 +787,7 @@ everything; medians are reported.`,
 		choice{name: "in-use", help: "a live tail and recent replays while the events are sent"},
 		choice{name: "fresh", help: "nothing else reads"})
 	f.IntVar(&opts.Recent, "recent", 1000, "with --mode in-use: how many of the newest events each recent replay reads")
-	f.DurationVar(&opts.ReplayEvery, "replay-every", 250*time.Millisecond, "with --mode in-use: how often the newest events are replayed")
+	f.IntVar(&opts.ReplayEvery, "replay-every", 10_000, "with --mode in-use: replay the newest events each time the live tail has received this many more")
 	return cmd
 }
 

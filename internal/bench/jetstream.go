@@ -51,11 +51,11 @@ type JetStreamConfig struct {
 	// Fresh measures each side on a stream nothing else reads: the warm-up events are read
 	// back after the measured ones are stored. Otherwise each side is measured as it is
 	// used: it reads the warm-up events back before the measured ones are stored, and
-	// while they are, a live tail follows the stream and the Recent newest events are read
-	// again every ReplayEvery.
+	// while they are, a live tail follows the stream and, each time it has received
+	// ReplayEvery more, the Recent newest events are read again.
 	Fresh       bool
-	Recent      int           // default 1000
-	ReplayEvery time.Duration // default 250ms
+	Recent      int // default 1000
+	ReplayEvery int // default 10,000
 }
 
 // JetStream measures an evtctl node on NATS JetStream beside the NATS Go client on the same
@@ -91,7 +91,7 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		cfg.Recent = 1000
 	}
 	if cfg.ReplayEvery <= 0 {
-		cfg.ReplayEvery = 250 * time.Millisecond
+		cfg.ReplayEvery = 10_000
 	}
 	switch {
 	case cfg.Warmup == 0:
@@ -131,10 +131,10 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	} else {
 		r.param("mode", "in-use", "")
 		r.param("recent", cfg.Recent, "events")
-		r.param("replay_every", ms(cfg.ReplayEvery), "ms")
+		r.param("replay_every", cfg.ReplayEvery, "events")
 	}
 
-	var rawIn, nodeIn, rawOut, nodeOut, inRatio, outRatio, rawReplays, nodeReplays []float64
+	var rawIn, nodeIn, rawOut, nodeOut, inRatio, outRatio []float64
 	for run := 1; run <= cfg.Runs && ctx.Err() == nil; run++ {
 		id := newRunID()
 		maker, err := newEventMaker(cfg.EventSize, id)
@@ -148,22 +148,22 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		rawStream, nodeStream := "EVTCTL_BENCH_RAW_"+id, "EVTCTL_BENCH_NODE_"+id
 
 		progress("jetstream: run %d of %d: Go client, async publish", run, cfg.Runs)
-		ri, ro, rr, err := rawRun(ctx, js, rawStream, cfg, maker, warm, func() {
+		ri, ro, err := rawRun(ctx, js, rawStream, cfg, maker, warm, func() {
 			progress("jetstream: run %d of %d: Go client, ordered consumer", run, cfg.Runs)
 		})
 		_ = js.DeleteStream(context.WithoutCancel(ctx), rawStream)
 		if err != nil {
 			return partial(ctx, r, err)
 		}
-		rawIn, rawOut, rawReplays = append(rawIn, ri), append(rawOut, ro), append(rawReplays, float64(rr))
+		rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
 
 		progress("jetstream: run %d of %d: evtctl node, ingest", run, cfg.Runs)
-		ni, no, nr, err := nodeRun(ctx, cfg, nodeStream, maker, warm, progress)
+		ni, no, err := nodeRun(ctx, cfg, nodeStream, maker, warm, progress)
 		_ = js.DeleteStream(context.WithoutCancel(ctx), nodeStream)
 		if err != nil {
 			return partial(ctx, r, err)
 		}
-		nodeIn, nodeOut, nodeReplays = append(nodeIn, ni), append(nodeOut, no), append(nodeReplays, float64(nr))
+		nodeIn, nodeOut = append(nodeIn, ni), append(nodeOut, no)
 		inRatio, outRatio = append(inRatio, ni/ri), append(outRatio, no/ro)
 	}
 	r.finish(ctx)
@@ -182,13 +182,9 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		r.figure("replay_ratio_min", slices.Min(outRatio), "×")
 		r.figure("replay_ratio_max", slices.Max(outRatio), "×")
 	}
-	if !cfg.Fresh {
-		r.figure("client_recent_replays", median(rawReplays), "replays")
-		r.figure("node_recent_replays", median(nodeReplays), "replays")
-	}
 	r.note("ratios are the median of each run's node rate over the client's rate in that run")
 	if !cfg.Fresh {
-		r.note("in use: each side read its warm-up events back before the measured ones were stored, and while they were, a live tail followed the stream and the %d newest events were read again every %v (the replays figures: how many, median of the runs)", cfg.Recent, cfg.ReplayEvery)
+		r.note("in use: each side read its warm-up events back before the measured ones were stored, and while they were, a live tail followed the stream and, each time it had received %d more, the %d newest were read again (%d replays)", cfg.ReplayEvery, cfg.Recent, cfg.Events/cfg.ReplayEvery)
 	}
 	return r, ctx.Err()
 }
@@ -214,15 +210,14 @@ func streamConfig(name string, replicas int) jetstream.StreamConfig {
 // rawRun is the Go client's side of a run: it publishes cfg.Warmup events of warm, then
 // (timed) the events of m, with its asynchronous publish, each with a message id (as the
 // node sends them, for duplicate suppression), and reads them back; it returns both rates
-// in events/s, and the recent replays done while the events of m were published (in use).
-// reading is called as the measured read starts.
-func rawRun(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m, warm *eventMaker, reading func()) (in, out float64, replays int, err error) {
+// in events/s. reading is called as the measured read starts.
+func rawRun(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m, warm *eventMaker, reading func()) (in, out float64, err error) {
 	sc := streamConfig(stream, cfg.Replicas)
 	if _, err := js.CreateStream(ctx, sc); err != nil {
-		return 0, 0, 0, fmt.Errorf("creating stream %s: %w", stream, err)
+		return 0, 0, fmt.Errorf("creating stream %s: %w", stream, err)
 	}
 	if _, err := rawPublishAll(ctx, js, sc.Subjects[0], warm, cfg.Warmup); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	readWarm := func() error {
 		if cfg.Warmup > 0 {
@@ -234,37 +229,35 @@ func rawRun(ctx context.Context, js jetstream.JetStream, stream string, cfg JetS
 	var act *activity
 	if !cfg.Fresh {
 		if err := readWarm(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 		if act, err = rawActivity(ctx, js, stream, uint64(cfg.Warmup), cfg); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 	}
 	d, err := rawPublishAll(ctx, js, sc.Subjects[0], m, cfg.Events)
 	if act != nil {
-		var aerr error
-		replays, aerr = act.stop(ctx, cfg.Events)
-		err = errors.Join(err, aerr)
+		err = errors.Join(err, act.stop(ctx, cfg.Events, cfg.Events/cfg.ReplayEvery))
 	}
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	info, err := js.Stream(ctx, stream)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	if got := info.CachedInfo().State.Msgs; got != uint64(cfg.Warmup+cfg.Events) {
-		return 0, 0, 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Warmup+cfg.Events)
+		return 0, 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Warmup+cfg.Events)
 	}
 	in = float64(cfg.Events) / max(d.Seconds(), 1e-9)
 	if cfg.Fresh {
 		if err := readWarm(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 	}
 	reading()
 	out, err = rawRead(ctx, js, stream, uint64(cfg.Warmup)+1, cfg.Events)
-	return in, out, replays, err
+	return in, out, err
 }
 
 // rawPublishAll publishes n events of m and waits for their acknowledgements; how long
@@ -326,17 +319,17 @@ func rawRead(ctx context.Context, js jetstream.JetStream, stream string, from ui
 }
 
 // nodeRun starts a node on stream, sends it the events and replays them; it returns both
-// rates in events/s, and the recent replays done while the events of m were sent (in use).
-func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *eventMaker, progress func(string, ...any)) (in, out float64, replays int, err error) {
+// rates in events/s.
+func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *eventMaker, progress func(string, ...any)) (in, out float64, err error) {
 	url, stop, err := cfg.StartNode(ctx, stream)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, stop()) }()
 	t := Target{URL: url}
 	c, closeClient, err := newClient(t, cfg.Version)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	defer closeClient()
 	ordered := cfg.EmitFile != nil && cfg.Producers == 1
@@ -344,11 +337,11 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 	if cfg.Warmup > 0 {
 		if ordered {
 			if _, err := emitRun(ctx, cfg, url, warm, cfg.Warmup); err != nil {
-				return 0, 0, 0, err
+				return 0, 0, err
 			}
 			head, err := c.Events(ctx, client.Request{MaxItems: 1})
 			if err != nil {
-				return 0, 0, 0, err
+				return 0, 0, err
 			}
 			// The measured replay reads from the end of the warm-up to the stream's end.
 			from, warmTo = client.Position{Cursor: head.Newest}, client.Position{Cursor: head.Newest}
@@ -356,7 +349,7 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 			wcfg := cfg
 			wcfg.Events = cfg.Warmup
 			if _, warmFrom, warmTo, err = postRun(ctx, wcfg, t, warm); err != nil {
-				return 0, 0, 0, err
+				return 0, 0, err
 			}
 		}
 	}
@@ -375,10 +368,10 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 	var act *activity
 	if !cfg.Fresh {
 		if err := replayWarm(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 		if act, err = nodeActivity(ctx, c, warmTo.Cursor, cfg); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 	}
 	if ordered {
@@ -387,27 +380,25 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 		in, from, to, err = postRun(ctx, cfg, t, m)
 	}
 	if act != nil {
-		var aerr error
-		replays, aerr = act.stop(ctx, cfg.Events)
-		err = errors.Join(err, aerr)
+		err = errors.Join(err, act.stop(ctx, cfg.Events, cfg.Events/cfg.ReplayEvery))
 	}
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	if cfg.Fresh {
 		if err := replayWarm(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, err
 		}
 	}
 	progress("jetstream: evtctl node, replay")
 	n, _, d, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", from, to, false, nil)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, err
 	}
 	if n != cfg.Events {
-		return 0, 0, 0, fmt.Errorf("the node replayed %d events of %d", n, cfg.Events)
+		return 0, 0, fmt.Errorf("the node replayed %d events of %d", n, cfg.Events)
 	}
-	return in, float64(n) / max(d.Seconds(), 1e-9), replays, nil
+	return in, float64(n) / max(d.Seconds(), 1e-9), nil
 }
 
 // emitRun sends n events of m to the node with cfg.EmitFile and returns events/s.

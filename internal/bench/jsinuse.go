@@ -18,8 +18,9 @@ import (
 )
 
 // Reads while the measured events are stored (JetStream in use): a live tail follows the
-// stream from the events before them, and every ReplayEvery the Recent newest events the
-// tail has seen are read again, oldest first. The node's side is evtctl's: tail's path
+// stream from the events before them, and each time it has received ReplayEvery more, the
+// Recent newest events it has seen are read again, oldest first (in the background, one
+// replay after another: each side does the same reads, however fast it stores). The node's side is evtctl's: tail's path
 // (client.Stream, pages of 100, each rendered as JSON lines to nowhere) and replay's
 // (client.Range, rendered likewise); the client's side is the Go client's equivalents: an
 // ordered consumer that follows the stream, and for each replay an ordered consumer that
@@ -57,22 +58,27 @@ func (r *recent[T]) span() (from, to T, n int, ok bool) {
 
 // activity is the reads of one side while its measured events are stored.
 type activity struct {
-	cancel  context.CancelFunc
-	g       *errgroup.Group
-	tailed  atomic.Int64 // events the tail received
-	replays atomic.Int64 // recent replays done
-	mu      sync.Mutex
-	more    chan struct{} // closed and replaced when the tail receives events
+	ctx      context.Context // ends when a read fails, or the reads are ended
+	cancel   context.CancelFunc
+	g        *errgroup.Group
+	tailed   atomic.Int64 // events the tail received
+	replayed atomic.Int64 // recent replays done
+	mu       sync.Mutex
+	more     chan struct{} // closed and replaced when the tail receives events, or a replay is done
 }
 
 func newActivity(ctx context.Context) (*activity, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(ctx)
-	return &activity{cancel: cancel, g: g, more: make(chan struct{})}, gctx
+	return &activity{ctx: gctx, cancel: cancel, g: g, more: make(chan struct{})}, gctx
 }
 
 func (a *activity) received(n int) {
 	a.tailed.Add(int64(n))
+	a.signal()
+}
+
+func (a *activity) signal() {
 	a.mu.Lock()
 	close(a.more)
 	a.more = make(chan struct{})
@@ -85,16 +91,21 @@ func (a *activity) changed() <-chan struct{} {
 	return a.more
 }
 
-// every runs fn every d until ctx ends.
-func (a *activity) every(ctx context.Context, d time.Duration, fn func(context.Context) error) {
+// replays runs fn each time the tail has received every more events, one after another,
+// until ctx ends or it has run for want events.
+func (a *activity) replays(ctx context.Context, every, want int, fn func(context.Context) error) {
 	a.g.Go(func() error {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
+		for next := every; next <= want; next += every {
+			for {
+				ch := a.changed()
+				if a.tailed.Load() >= int64(next) {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-ch:
+				}
 			}
 			if err := fn(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -102,28 +113,35 @@ func (a *activity) every(ctx context.Context, d time.Duration, fn func(context.C
 				}
 				return err
 			}
-			a.replays.Add(1)
+			a.replayed.Add(1)
+			a.signal()
 		}
+		return nil
 	})
 }
 
-// stop waits until the tail has received want events (at most a minute), ends the reads
-// and returns the replays done.
-func (a *activity) stop(ctx context.Context, want int) (int, error) {
+// stop waits until the tail has received want events and the replays due are done (at
+// most a minute), and ends the reads.
+func (a *activity) stop(ctx context.Context, want int, replays int) error {
 	deadline := time.NewTimer(time.Minute)
 	defer deadline.Stop()
 	var err error
 	for err == nil {
 		ch := a.changed()
-		if a.tailed.Load() >= int64(want) {
+		if a.tailed.Load() >= int64(want) && a.replayed.Load() >= int64(replays) {
 			break
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			err = fmt.Errorf("the live tail received %d events of %d within a minute of the last one stored", a.tailed.Load(), want)
+			err = fmt.Errorf("within a minute of the last event stored, the live tail received %d events of %d and %d replays of %d were done",
+				a.tailed.Load(), want, a.replayed.Load(), replays)
 		case <-ctx.Done():
 			err = ctx.Err()
+		case <-a.ctx.Done(): // a read failed: Wait says how
+			if err = a.g.Wait(); err == nil {
+				err = a.ctx.Err()
+			}
 		}
 	}
 	a.cancel()
@@ -133,7 +151,7 @@ func (a *activity) stop(ctx context.Context, want int) (int, error) {
 	if n := a.tailed.Load(); err == nil && n != int64(want) {
 		err = fmt.Errorf("the live tail received %d events, not %d", n, want)
 	}
-	return int(a.replays.Load()), err
+	return err
 }
 
 // nodeActivity starts the node's reads: a live tail after the cursor newest ("": from the
@@ -168,7 +186,7 @@ func nodeActivity(ctx context.Context, c *client.Client, newest string, cfg JetS
 		}
 		return fmt.Errorf("the live tail: %w", err)
 	})
-	a.every(ctx, cfg.ReplayEvery, func(ctx context.Context) error {
+	a.replays(ctx, cfg.ReplayEvery, cfg.Events, func(ctx context.Context) error {
 		from, to, want, ok := seen.span()
 		if !ok {
 			return nil
@@ -222,7 +240,7 @@ func rawActivity(ctx context.Context, js jetstream.JetStream, stream string, aft
 			a.received(1)
 		}
 	})
-	a.every(ctx, cfg.ReplayEvery, func(ctx context.Context) error {
+	a.replays(ctx, cfg.ReplayEvery, cfg.Events, func(ctx context.Context) error {
 		from, to, want, ok := seen.span()
 		if !ok {
 			return nil
