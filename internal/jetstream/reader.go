@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -420,13 +421,29 @@ func ackInfo(reply string) (sseq, dseq uint64, ts int64, ok bool) {
 	default:
 		return 0, 0, 0, false
 	}
-	sseq, err1 := strconv.ParseUint(tok[at+3], 10, 64)
-	dseq, err2 := strconv.ParseUint(tok[at+4], 10, 64)
-	t, err3 := strconv.ParseInt(tok[at+5], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	sseq, ok1 := decimal(tok[at+3])
+	dseq, ok2 := decimal(tok[at+4])
+	t, ok3 := decimal(tok[at+5])
+	if !ok1 || !ok2 || !ok3 || t > math.MaxInt64 {
 		return 0, 0, 0, false
 	}
-	return sseq, dseq, t, true
+	return sseq, dseq, int64(t), true
+}
+
+// decimal reads a number of decimal digits, and nothing else.
+func decimal(s string) (uint64, bool) {
+	if s == "" {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := uint64(s[i] - '0')
+		if d > 9 || v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = 10*v + d
+	}
+	return v, true
 }
 
 // seek moves the reader to sequence lo (not before where it is).
