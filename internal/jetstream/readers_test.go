@@ -185,3 +185,42 @@ func TestConcurrentReplaysKeepTheirConsumers(t *testing.T) {
 		t.Fatalf("%d consumers after each replay's second page, want the 2 kept for them", n)
 	}
 }
+
+// A kept consumer that the server no longer has (removed by an operator, or as inactive, or
+// lost with the server's memory) does not fail the next page: the reader starts over with a
+// new consumer where the old one stopped.
+func TestReaderStartsOverWithoutItsConsumer(t *testing.T) {
+	jetstream.ReadPath(t, 1)
+	url := natstest.Solo(t).ClientURL()
+	const name = "GONECONS"
+	s := open(t, url, name, storetest.Config{}, 1)
+	defer s.Close()
+	appendN(t, s, 0, 3000)
+	_, js := connect(t, url)
+	str, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Read(ctx, eventlog.Query{Max: 1000, Ascending: true})
+	if err != nil || len(first.Items) != 1000 {
+		t.Fatalf("first page: %d items, %v", len(first.Items), err)
+	}
+	l := str.ConsumerNames(ctx)
+	var gone []string
+	for n := range l.Name() {
+		gone = append(gone, n)
+	}
+	if len(gone) != 1 {
+		t.Fatalf("consumers after the first page: %v, want the one kept", gone)
+	}
+	if err := str.DeleteConsumer(ctx, gone[0]); err != nil {
+		t.Fatal(err)
+	}
+	for page, after := 2, first.Items[999]; page <= 3; page++ {
+		p, err := s.Read(ctx, eventlog.Query{After: after.Cursor, Max: 1000, Ascending: true})
+		if err != nil || len(p.Items) != 1000 || p.Items[0].Cursor.Seq != after.Cursor.Seq+1 {
+			t.Fatalf("page %d: %d items, %v", page, len(p.Items), err)
+		}
+		after = p.Items[999]
+	}
+}
