@@ -730,6 +730,10 @@ type benchJetStreamOptions struct {
 	Replicas  int
 	Warmup    int
 	NodeArgs  []string
+
+	Mode        string
+	Recent      int
+	ReplayEvery int
 }
 
 func newCmdBenchJetStream(bo *benchOptions) *cobra.Command {
@@ -750,6 +754,14 @@ on a stream of that server, and report the node's rates as a share of the client
 The node is this executable, "serve --store NATS" in a process of its own (--node-arg adds
 flags). Before the measured events each side sends and reads back --warmup-events others,
 untimed: the node is a new process in each run, while the client's has run before.
+
+--mode in-use (the default) measures each side as it is used: it reads the warm-up events
+back before the measured ones are sent, and while they are, a live tail follows the stream
+(evtctl tail's path on the node; an ordered consumer for the client) and, each time it has
+received --replay-every more, the --recent newest events are read again (evtctl replay's
+path; an ordered consumer that fetches them and is deleted): both sides do the same reads.
+--mode fresh reads nothing while they are sent, and reads the warm-up events back after them.
+
 Each run creates new streams named EVTCTL_BENCH_*, deleted afterwards. --runs repeats
 everything; medians are reported.`,
 		Example: `  nats-server --jetstream --store_dir "$(mktemp -d)" &
@@ -771,6 +783,9 @@ everything; medians are reported.`,
 			if opts.Warmup < -1 {
 				return usagef("--warmup-events must be at least -1 (-1: none; 0: a tenth of --events)")
 			}
+			if opts.Recent < 1 || opts.ReplayEvery < 1 {
+				return usagef("--recent and --replay-every must be at least 1")
+			}
 			if err := checkSizes(opts.EventSize, 0, 0, 0); err != nil {
 				return err
 			}
@@ -789,6 +804,11 @@ everything; medians are reported.`,
 	f.IntVar(&opts.Warmup, "warmup-events", 0, "events each side sends and reads back, untimed, before the measured ones (0: a tenth of --events, at least one batch; -1: none)")
 	f.IntVar(&opts.Replicas, "nats-replicas", 1, "replicas of each stream")
 	f.StringArrayVar(&opts.NodeArgs, "node-arg", nil, "a flag for the node's serve command (repeatable), e.g. --node-arg=--nats-atomic-batches=false")
+	enumVar(f, &opts.Mode, "mode", "in-use", "{values}",
+		choice{name: "in-use", help: "a live tail and recent replays while the events are sent"},
+		choice{name: "fresh", help: "nothing else reads"})
+	f.IntVar(&opts.Recent, "recent", 1000, "with --mode in-use: how many of the newest events each recent replay reads")
+	f.IntVar(&opts.ReplayEvery, "replay-every", 10_000, "with --mode in-use: replay the newest events each time the live tail has received this many more")
 	return cmd
 }
 
@@ -801,6 +821,7 @@ func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
 	cfg := bench.JetStreamConfig{
 		Version: versionString(), URL: opts.NATS, Replicas: opts.Replicas, Events: opts.Events, EventSize: opts.EventSize,
 		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs, Warmup: opts.Warmup,
+		Fresh: opts.Mode == "fresh", Recent: opts.Recent, ReplayEvery: opts.ReplayEvery,
 		EmitFile: func(ctx context.Context, url, path string, batchSize int) (int, error) {
 			n, _, err := emitFile(bench.Target{URL: url}, "--batch-size", strconv.Itoa(batchSize))(ctx, path)
 			return n, err

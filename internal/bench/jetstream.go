@@ -47,6 +47,15 @@ type JetStreamConfig struct {
 	// StartNode starts an evtctl node on stream (created and managed by the node) and
 	// returns its URL and how to stop it.
 	StartNode func(ctx context.Context, stream string) (url string, stop func() error, err error)
+
+	// Fresh measures each side on a stream nothing else reads: the warm-up events are read
+	// back after the measured ones are stored. Otherwise each side is measured as it is
+	// used: it reads the warm-up events back before the measured ones are stored, and
+	// while they are, a live tail follows the stream and, each time it has received
+	// ReplayEvery more, the Recent newest events are read again.
+	Fresh       bool
+	Recent      int // default 1000
+	ReplayEvery int // default 10,000
 }
 
 // JetStream measures an evtctl node on NATS JetStream beside the NATS Go client on the same
@@ -55,7 +64,8 @@ type JetStreamConfig struct {
 // consumer; the node takes the same events over HTTP in batches, as evtctl emit --mode
 // batch sends them, and serves them to a chronological replay rendered as evtctl replay
 // -o jsonl renders it. Each side first sends and reads back Warmup other events, untimed:
-// the node is a new process in each run, the client's process has run before. Each run
+// the node is a new process in each run, the client's process has run before. Unless
+// Fresh, each side reads while the measured events are stored (see jsinuse.go). Each run
 // uses new streams, deleted afterwards. Reports each rate (median over the runs) and the
 // node's rate as a share of the client's.
 func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
@@ -76,6 +86,12 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	}
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
+	}
+	if cfg.Recent <= 0 {
+		cfg.Recent = 1000
+	}
+	if cfg.ReplayEvery <= 0 {
+		cfg.ReplayEvery = 10_000
 	}
 	switch {
 	case cfg.Warmup == 0:
@@ -110,6 +126,13 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 	r.param("producers", cfg.Producers, "requests in flight")
 	r.param("replicas", cfg.Replicas, "replicas")
 	r.param("runs", cfg.Runs, "runs")
+	if cfg.Fresh {
+		r.param("mode", "fresh", "")
+	} else {
+		r.param("mode", "in-use", "")
+		r.param("recent", cfg.Recent, "events")
+		r.param("replay_every", cfg.ReplayEvery, "events")
+	}
 
 	var rawIn, nodeIn, rawOut, nodeOut, inRatio, outRatio []float64
 	for run := 1; run <= cfg.Runs && ctx.Err() == nil; run++ {
@@ -125,24 +148,14 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		rawStream, nodeStream := "EVTCTL_BENCH_RAW_"+id, "EVTCTL_BENCH_NODE_"+id
 
 		progress("jetstream: run %d of %d: Go client, async publish", run, cfg.Runs)
-		ri, err := rawPublish(ctx, js, rawStream, cfg, maker, warm)
-		if err == nil {
+		ri, ro, err := rawRun(ctx, js, rawStream, cfg, maker, warm, func() {
 			progress("jetstream: run %d of %d: Go client, ordered consumer", run, cfg.Runs)
-			var ro float64
-			if cfg.Warmup > 0 {
-				_, err = rawRead(ctx, js, rawStream, 1, cfg.Warmup)
-			}
-			if err == nil {
-				ro, err = rawRead(ctx, js, rawStream, uint64(cfg.Warmup)+1, cfg.Events)
-			}
-			if err == nil {
-				rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
-			}
-		}
+		})
 		_ = js.DeleteStream(context.WithoutCancel(ctx), rawStream)
 		if err != nil {
 			return partial(ctx, r, err)
 		}
+		rawIn, rawOut = append(rawIn, ri), append(rawOut, ro)
 
 		progress("jetstream: run %d of %d: evtctl node, ingest", run, cfg.Runs)
 		ni, no, err := nodeRun(ctx, cfg, nodeStream, maker, warm, progress)
@@ -151,7 +164,7 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 			return partial(ctx, r, err)
 		}
 		nodeIn, nodeOut = append(nodeIn, ni), append(nodeOut, no)
-		inRatio, outRatio = append(inRatio, ni/rawIn[len(rawIn)-1]), append(outRatio, no/rawOut[len(rawOut)-1])
+		inRatio, outRatio = append(inRatio, ni/ri), append(outRatio, no/ro)
 	}
 	r.finish(ctx)
 	if len(nodeOut) == 0 {
@@ -170,6 +183,9 @@ func JetStream(ctx context.Context, cfg JetStreamConfig) (*Report, error) {
 		r.figure("replay_ratio_max", slices.Max(outRatio), "×")
 	}
 	r.note("ratios are the median of each run's node rate over the client's rate in that run")
+	if !cfg.Fresh {
+		r.note("in use: each side read its warm-up events back before the measured ones were stored, and while they were, a live tail followed the stream and, each time it had received %d more, the %d newest were read again (%d replays)", cfg.ReplayEvery, cfg.Recent, cfg.Events/cfg.ReplayEvery)
+	}
 	return r, ctx.Err()
 }
 
@@ -191,29 +207,57 @@ func streamConfig(name string, replicas int) jetstream.StreamConfig {
 	}
 }
 
-// rawPublish publishes cfg.Warmup events of warm, then (timed) the events of m, with the
-// Go client's asynchronous publish, each with a message id (as the node sends them, for
-// duplicate suppression), and returns events/s.
-func rawPublish(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m, warm *eventMaker) (float64, error) {
+// rawRun is the Go client's side of a run: it publishes cfg.Warmup events of warm, then
+// (timed) the events of m, with its asynchronous publish, each with a message id (as the
+// node sends them, for duplicate suppression), and reads them back; it returns both rates
+// in events/s. reading is called as the measured read starts.
+func rawRun(ctx context.Context, js jetstream.JetStream, stream string, cfg JetStreamConfig, m, warm *eventMaker, reading func()) (in, out float64, err error) {
 	sc := streamConfig(stream, cfg.Replicas)
 	if _, err := js.CreateStream(ctx, sc); err != nil {
-		return 0, fmt.Errorf("creating stream %s: %w", stream, err)
+		return 0, 0, fmt.Errorf("creating stream %s: %w", stream, err)
 	}
 	if _, err := rawPublishAll(ctx, js, sc.Subjects[0], warm, cfg.Warmup); err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	readWarm := func() error {
+		if cfg.Warmup > 0 {
+			_, err := rawRead(ctx, js, stream, 1, cfg.Warmup)
+			return err
+		}
+		return nil
+	}
+	var act *activity
+	if !cfg.Fresh {
+		if err := readWarm(); err != nil {
+			return 0, 0, err
+		}
+		if act, err = rawActivity(ctx, js, stream, uint64(cfg.Warmup), cfg); err != nil {
+			return 0, 0, err
+		}
 	}
 	d, err := rawPublishAll(ctx, js, sc.Subjects[0], m, cfg.Events)
+	if act != nil {
+		err = errors.Join(err, act.stop(ctx, cfg.Events, cfg.Events/cfg.ReplayEvery))
+	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	info, err := js.Stream(ctx, stream)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if got := info.CachedInfo().State.Msgs; got != uint64(cfg.Warmup+cfg.Events) {
-		return 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Warmup+cfg.Events)
+		return 0, 0, fmt.Errorf("the Go client stored %d events of %d", got, cfg.Warmup+cfg.Events)
 	}
-	return float64(cfg.Events) / max(d.Seconds(), 1e-9), nil
+	in = float64(cfg.Events) / max(d.Seconds(), 1e-9)
+	if cfg.Fresh {
+		if err := readWarm(); err != nil {
+			return 0, 0, err
+		}
+	}
+	reading()
+	out, err = rawRead(ctx, js, stream, uint64(cfg.Warmup)+1, cfg.Events)
+	return in, out, err
 }
 
 // rawPublishAll publishes n events of m and waits for their acknowledgements; how long
@@ -226,7 +270,10 @@ func rawPublishAll(ctx context.Context, js jetstream.JetStream, subject string, 
 	start := time.Now()
 	for i, b := range bodies {
 		msg := &nats.Msg{Subject: subject, Data: b, Header: nats.Header{"Nats-Msg-Id": []string{"k:" + eventSource + " " + m.id(uint64(i+1))}}}
-		if _, err := js.PublishMsgAsync(msg); err != nil {
+		// A publish that waits for room among the acknowledgements in flight waits as long
+		// as they take (nats.go gives up after 200 ms by default, which a loaded machine
+		// exceeds without anything being wrong).
+		if _, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute)); err != nil {
 			return 0, err
 		}
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -271,7 +318,8 @@ func rawRead(ctx context.Context, js jetstream.JetStream, stream string, from ui
 	return float64(n) / max(time.Since(start).Seconds(), 1e-9), nil
 }
 
-// nodeRun starts a node on stream, sends it the events and replays them.
+// nodeRun starts a node on stream, sends it the events and replays them; it returns both
+// rates in events/s.
 func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *eventMaker, progress func(string, ...any)) (in, out float64, err error) {
 	url, stop, err := cfg.StartNode(ctx, stream)
 	if err != nil {
@@ -284,9 +332,10 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 		return 0, 0, err
 	}
 	defer closeClient()
+	ordered := cfg.EmitFile != nil && cfg.Producers == 1
 	var from, to, warmFrom, warmTo client.Position
-	if cfg.EmitFile != nil && cfg.Producers == 1 {
-		if cfg.Warmup > 0 {
+	if cfg.Warmup > 0 {
+		if ordered {
 			if _, err := emitRun(ctx, cfg, url, warm, cfg.Warmup); err != nil {
 				return 0, 0, err
 			}
@@ -294,32 +343,51 @@ func nodeRun(ctx context.Context, cfg JetStreamConfig, stream string, m, warm *e
 			if err != nil {
 				return 0, 0, err
 			}
+			// The measured replay reads from the end of the warm-up to the stream's end.
 			from, warmTo = client.Position{Cursor: head.Newest}, client.Position{Cursor: head.Newest}
-		}
-		if in, err = emitRun(ctx, cfg, url, m, cfg.Events); err != nil {
-			return 0, 0, err
-		}
-		// The replay reads from the end of the warm-up to the stream's end.
-	} else {
-		if cfg.Warmup > 0 {
+		} else {
 			wcfg := cfg
 			wcfg.Events = cfg.Warmup
 			if _, warmFrom, warmTo, err = postRun(ctx, wcfg, t, warm); err != nil {
 				return 0, 0, err
 			}
 		}
-		if in, from, to, err = postRun(ctx, cfg, t, m); err != nil {
+	}
+	// The warm-up events are replayed before the measured ones are read, as the client
+	// reads them back; in use, before the measured ones are sent.
+	replayWarm := func() error {
+		if cfg.Warmup <= 0 {
+			return nil
+		}
+		n, _, _, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", warmFrom, warmTo, false, nil)
+		if err == nil && n != cfg.Warmup {
+			err = fmt.Errorf("the node replayed %d warm-up events of %d", n, cfg.Warmup)
+		}
+		return err
+	}
+	var act *activity
+	if !cfg.Fresh {
+		if err := replayWarm(); err != nil {
+			return 0, 0, err
+		}
+		if act, err = nodeActivity(ctx, c, warmTo.Cursor, cfg); err != nil {
 			return 0, 0, err
 		}
 	}
-	if cfg.Warmup > 0 {
-		// The warm-up events are replayed first, as the client reads them back first.
-		n, _, _, err := replayOnce(ctx, c, ReplayConfig{PageSize: 1000}, "", warmFrom, warmTo, false, nil)
-		if err != nil {
+	if ordered {
+		in, err = emitRun(ctx, cfg, url, m, cfg.Events)
+	} else {
+		in, from, to, err = postRun(ctx, cfg, t, m)
+	}
+	if act != nil {
+		err = errors.Join(err, act.stop(ctx, cfg.Events, cfg.Events/cfg.ReplayEvery))
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if cfg.Fresh {
+		if err := replayWarm(); err != nil {
 			return 0, 0, err
-		}
-		if n != cfg.Warmup {
-			return 0, 0, fmt.Errorf("the node replayed %d warm-up events of %d", n, cfg.Warmup)
 		}
 	}
 	progress("jetstream: evtctl node, replay")

@@ -366,7 +366,7 @@ func (sc *scan) want(lo, hi uint64) uint64 {
 	return n
 }
 
-// up visits [lo, hi) oldest first: from a reader (an ordered consumer) when the scan is
+// up visits [lo, hi) oldest first: from a reader (a consumer of its own) when the scan is
 // long or a parked reader stands where it starts, else with direct gets.
 func (sc *scan) up(lo, hi uint64) error {
 	sc.items = make([]eventlog.Item, 0, min(sc.limit, 1024))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,8 +21,9 @@ import (
 // gets (2.11+) at about 125k/s, single direct gets one round trip each (70–140 µs); setting
 // up a consumer costs about 1 ms. So:
 //
-//   - long ascending scans (catch-up, replay, filtered scans) stream from an ordered
-//     consumer, which is kept after the read for the next page of the same reader;
+//   - long ascending scans (catch-up, replay, filtered scans) stream from a consumer of
+//     their own (see reader.go), which is kept after the read for the next page while it
+//     has messages ahead of it;
 //   - short reads (a tail's few new events, a newest-first window) and point lookups use
 //     direct gets: one batched get where the server takes them, else single gets sent all
 //     at once;
@@ -283,7 +283,7 @@ func (s *Store) consumerFetch(ctx context.Context, from uint64, n int) ([]smsg, 
 	}
 	var msgs []smsg
 	for m := range b.Messages() {
-		sm, _, err := s.fromConsumer(m)
+		sm, err := s.fromConsumer(m)
 		if err != nil {
 			return nil, err
 		}
@@ -292,210 +292,39 @@ func (s *Store) consumerFetch(ctx context.Context, from uint64, n int) ([]smsg, 
 	if err := b.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
 		return nil, s.jsErr(err)
 	}
-	s.dropConsumer(cons)
+	if info := cons.CachedInfo(); info != nil {
+		s.dropConsumer(info.Name)
+	}
 	return msgs, nil
 }
 
-// fromConsumer reads a message delivered by a consumer, and how many messages the stream
-// held after it when it was delivered.
-func (s *Store) fromConsumer(m jetstream.Msg) (smsg, uint64, error) {
+// fromConsumer reads a message delivered by a consumer.
+func (s *Store) fromConsumer(m jetstream.Msg) (smsg, error) {
 	md, err := m.Metadata()
 	if err != nil {
-		return smsg{}, 0, fmt.Errorf("NATS JetStream: a consumer delivered a message without metadata: %w", err)
+		return smsg{}, fmt.Errorf("NATS JetStream: a consumer delivered a message without metadata: %w", err)
 	}
-	return s.present(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp), md.NumPending, nil
+	return s.present(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp), nil
 }
 
-// dropConsumer deletes a consumer of the store's in the background; the server would
-// also remove it once inactive.
-func (s *Store) dropConsumer(cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil || info.Name == "" || s.closing.Load() {
+// dropConsumer deletes a consumer of the store's in the background (within a second when
+// the store is closing); the server would also remove it once inactive.
+func (s *Store) dropConsumer(name string) {
+	if name == "" {
 		return
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+		d := s.opts.Timeout
+		if s.closing.Load() {
+			d = min(d, time.Second)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		_ = s.js.DeleteConsumer(ctx, s.opts.Stream, info.Name)
+		_ = s.js.DeleteConsumer(ctx, s.opts.Stream, name)
 	}()
 }
-
-// A reader streams the stream in order from an ordered consumer, which reads ahead with
-// flow control (a bounded buffer of pulled messages). After a read it is parked, where it
-// stands, for the reader's next page; parked readers unused for readerIdle are closed.
-type reader struct {
-	cons jetstream.Consumer
-	it   jetstream.MessagesContext
-	next uint64 // the position: the reader holds no message below it
-	q    []smsg // read and not taken, in order
-	// drained: the last message read had nothing after it in the stream when delivered.
-	drained bool
-	used    time.Time
-}
-
-const (
-	readerIdle = 5 * time.Second
-	maxParked  = 8
-
-	readerSlack  = 4096    // a parked reader this far behind a read still serves it
-	readerBuffer = 4 << 20 // bytes a reader pulls ahead, at most (and at least twice the largest message)
-	maxUnread    = 4096    // messages a read gives back to its reader for the next read, at most
-)
-
-// readerMin is how many messages a scan must be expected to examine to stream from a
-// consumer rather than use direct gets: where a consumer's setup (about 1 ms) costs less
-// than the difference in rate, measured as 250k–290k messages/s for a consumer, 105k–125k/s
-// for batched gets (2.11+) and 45k–55k/s for single gets sent 64 at once (2.10).
-func (s *Store) readerMin() uint64 {
-	switch {
-	case readerMinOverride > 0:
-		return readerMinOverride
-	case s.caps().batchGet:
-		return 256
-	}
-	return 64
-}
-
-// readerMinOverride replaces readerMin in tests, which run the suite through each path.
-var readerMinOverride uint64
-
-// readers holds the parked readers.
-type readers struct {
-	mu     sync.Mutex
-	parked []*reader
-}
-
-// takeReader returns a parked reader that can serve a scan from sequence lo, if any.
-func (s *Store) takeReader(lo uint64) *reader {
-	s.rd.mu.Lock()
-	defer s.rd.mu.Unlock()
-	for i, r := range s.rd.parked {
-		if r.next <= lo && (lo-r.next <= readerSlack || len(r.q) > 0 && r.q[len(r.q)-1].seq >= lo) {
-			s.rd.parked = slices.Delete(s.rd.parked, i, i+1)
-			return r
-		}
-	}
-	return nil
-}
-
-// park keeps r for the next read; the oldest parked reader goes when there are too many.
-func (s *Store) park(r *reader) {
-	r.used = time.Now()
-	s.rd.mu.Lock()
-	if s.closing.Load() {
-		s.rd.mu.Unlock()
-		s.closeReader(r)
-		return
-	}
-	s.rd.parked = append(s.rd.parked, r)
-	var drop *reader
-	if len(s.rd.parked) > maxParked {
-		drop = s.rd.parked[0]
-		s.rd.parked = s.rd.parked[1:]
-	}
-	s.rd.mu.Unlock()
-	if drop != nil {
-		s.closeReader(drop)
-	}
-}
-
-// reapReaders closes parked readers unused for readerIdle, or all of them.
-func (s *Store) reapReaders(all bool) {
-	s.rd.mu.Lock()
-	var drop []*reader
-	keep := s.rd.parked[:0]
-	for _, r := range s.rd.parked {
-		if all || time.Since(r.used) > readerIdle {
-			drop = append(drop, r)
-		} else {
-			keep = append(keep, r)
-		}
-	}
-	clear(s.rd.parked[len(keep):])
-	s.rd.parked = keep
-	s.rd.mu.Unlock()
-	for _, r := range drop {
-		s.closeReader(r)
-	}
-}
-
-func (s *Store) closeReader(r *reader) {
-	r.it.Stop()
-	s.dropConsumer(r.cons)
-}
-
-// newReader starts a reader at sequence from.
-func (s *Store) newReader(ctx context.Context, from uint64) (*reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	cons, err := s.js.OrderedConsumer(ctx, s.opts.Stream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from,
-		InactiveThreshold: 30 * time.Second, MaxResetAttempts: 3,
-	})
-	if err != nil {
-		return nil, s.jsErr(err)
-	}
-	buf := max(readerBuffer, 2*int(s.nc.MaxPayload()))
-	it, err := cons.Messages(jetstream.PullMaxBytes(buf), jetstream.PullHeartbeat(2*time.Second))
-	if err != nil {
-		return nil, s.jsErr(err)
-	}
-	// drained: the first message is normally there at once; if it is not, the leader says
-	// whether the messages the node knows of were removed.
-	return &reader{cons: cons, it: it, next: from, drained: true}, nil
-}
-
-// peek returns the next message at or after the reader's position without taking it; nil
-// when the stream holds none below end (the reader would have to wait for a new one).
-func (s *Store) peek(ctx context.Context, r *reader, end uint64) (*smsg, error) {
-	for {
-		if len(r.q) > 0 {
-			return &r.q[0], nil
-		}
-		if r.next >= end {
-			return nil, nil
-		}
-		opt := jetstream.NextContext(ctx) // the pull consumer's heartbeats end a wait sooner when the server goes away
-		if r.drained {
-			// Nothing followed the last message when it was delivered. The node knows of
-			// messages up to end, which normally arrive at once; if none does, they were
-			// removed, which only the stream's leader can say for sure.
-			opt = jetstream.NextMaxWait(drainWait)
-		}
-		m, err := r.it.Next(opt)
-		if r.drained && errors.Is(err, nats.ErrTimeout) {
-			seq, ok, err := s.leaderFirst(ctx, r.next)
-			if err != nil {
-				return nil, err
-			}
-			if !ok || seq >= end {
-				return nil, nil
-			}
-			r.drained = false
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, unavailable("reading NATS JetStream stream %q: %v", s.opts.Stream, err)
-		}
-		sm, pending, err := s.fromConsumer(m)
-		if err != nil {
-			return nil, err
-		}
-		r.drained = pending == 0
-		if sm.seq >= r.next {
-			r.q = append(r.q, sm)
-		}
-	}
-}
-
-// drainWait is how long a reader that has read all the stream held waits for a message the
-// node knows of before it asks the leader whether the message is still there.
-const drainWait = 100 * time.Millisecond
 
 // leaderFirst asks the stream's leader for the sequence of the first message at or after
 // seq. Hand-written: nats.go's GetMsg uses direct gets on a stream that allows them, which
@@ -525,30 +354,4 @@ func (s *Store) leaderFirst(ctx context.Context, seq uint64) (uint64, bool, erro
 		return 0, false, fmt.Errorf("NATS JetStream: a message-get reply without a message: %q", m.Data)
 	}
 	return resp.Message.Seq, true, nil
-}
-
-// seek moves the reader to sequence lo (not before where it is).
-func (r *reader) seek(lo uint64) {
-	i := 0
-	for i < len(r.q) && r.q[i].seq < lo {
-		i++
-	}
-	r.q = r.q[i:]
-	r.next = max(r.next, lo)
-}
-
-// take takes the next message.
-func (r *reader) take() {
-	r.next = r.q[0].seq + 1
-	r.q[0] = smsg{}
-	r.q = r.q[1:]
-}
-
-// unread gives back messages taken (in order, just before the reader's position).
-func (r *reader) unread(ms []smsg) {
-	if len(ms) == 0 {
-		return
-	}
-	r.q = append(slices.Clone(ms), r.q...)
-	r.next = ms[0].seq
 }

@@ -16,11 +16,11 @@
 // (see Store.present), and such a node takes no events unless given a subject to publish
 // them on.
 //
-// Long reads stream from ordered consumers, short ones and lookups are direct gets (see
-// source.go); a node learns of its own messages from their acknowledgements, and wakes its
-// waiting readers from one ordered consumer of its own (headers only), which runs while
-// readers wait or the node publishes in shared mode, and tells it of other writers'
-// messages (else its look at the stream, once a second, does). It works with nats-server 2.10
+// Long reads stream from consumers of their own (see reader.go), short ones and lookups
+// are direct gets (see source.go); a node learns of its own messages from their
+// acknowledgements, and wakes its waiting readers from one ordered consumer of its own
+// (headers only), which runs while readers wait or the node publishes in shared mode, and
+// tells it of other writers' messages (else its look at the stream, once a second, does). It works with nats-server 2.10
 // and later, using what each server line adds (batched direct gets in 2.11, atomic batch
 // publish in 2.12) when the server it is connected to has it.
 package jetstream
