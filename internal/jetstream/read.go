@@ -47,6 +47,11 @@ func (s *Store) Read(ctx context.Context, q eventlog.Query) (eventlog.Page, erro
 		}
 	}
 	page, err := s.read(ctx, q)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, eventlog.ErrUnavailable) {
+		// A step of the read ran out of its own time (the stream between leaders, a
+		// consumer gone with its server): worth a retry, never an internal error.
+		err = unavailable("no message from NATS within %s: %v", s.opts.Timeout, err)
+	}
 	if a := q.After; err == nil && s.keyed.Load() && a.Width == cursor.NodeWidth && !page.Oldest.IsZero() && a.Before(page.Oldest) && a.Seq < page.Oldest.Seq {
 		page.Oldest = a // superseded messages before the first: retention, not a loss
 	}

@@ -1,7 +1,9 @@
 package jetstream_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +224,54 @@ func TestReaderStartsOverWithoutItsConsumer(t *testing.T) {
 			t.Fatalf("page %d: %d items, %v", page, len(p.Items), err)
 		}
 		after = p.Items[999]
+	}
+}
+
+// A read whose kept reader gets nothing in time, because the server leading the stream
+// stopped, is worth a retry (the stream is unavailable), never a bare deadline the node
+// would answer as an internal error.
+func TestReadAfterLeaderLossIsRetryable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JetStream cluster")
+	}
+	jetstream.ReadPath(t, 1)
+	g := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3})
+	first := strings.Split(g.URL(), ",")[0]
+	s, err := jetstream.Open(ctx, jetstream.Options{URL: first, Stream: "QUORUM", Replicas: 3, Manage: true,
+		Timeout: time.Second, StartupWait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	appendN(t, s, 0, 300)
+	// The first page leaves its reader's consumer for the next.
+	p, err := s.Read(ctx, eventlog.Query{Max: 100, Ascending: true})
+	if err != nil || len(p.Items) != 100 {
+		t.Fatalf("the first page: %d items, %v", len(p.Items), err)
+	}
+	after := p.Items[len(p.Items)-1].Cursor
+	_, js := connect(t, first)
+	str, err := js.Stream(ctx, "QUORUM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := str.CachedInfo().Cluster.Leader
+	for i := range 3 {
+		if g.Name(i) == leader {
+			g.Stop(i)
+		}
+	}
+	t.Logf("stopped the leader %s", leader)
+	for i := range 3 {
+		p, err := s.Read(ctx, eventlog.Query{After: after, Max: 100, Ascending: true})
+		if err == nil {
+			// A replica may answer, or a new leader was elected already.
+			t.Logf("read %d: %d items", i, len(p.Items))
+			continue
+		}
+		t.Logf("read %d: %v", i, err)
+		if !errors.Is(err, eventlog.ErrUnavailable) {
+			t.Fatalf("read %d after the leader stopped: %v; want an error worth retrying", i, err)
+		}
 	}
 }
