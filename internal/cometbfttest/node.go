@@ -530,6 +530,36 @@ feed:
 	return err
 }
 
+// SendTxs sends count transactions "PREFIXi=vi" to the node: the first three committed one by
+// one (blocks of one), the rest at once from four workers (blocks of many), then one more,
+// "PREFIXlast=done", committed. It returns the height by which all are committed.
+func (n *Node) SendTxs(ctx context.Context, prefix string, count int) (int64, error) {
+	var txs []string
+	for i := range count {
+		txs = append(txs, fmt.Sprintf("%s%d=v%d", prefix, i, i))
+	}
+	one := min(3, count)
+	var last int64
+	for _, tx := range txs[:one] {
+		h, err := n.BroadcastCommit(ctx, tx)
+		if err != nil {
+			return 0, err
+		}
+		last = h
+	}
+	if count > one {
+		if err := n.BroadcastAsync(ctx, txs[one:], 4); err != nil {
+			return 0, err
+		}
+		h, err := n.BroadcastCommit(ctx, prefix+"last=done")
+		if err != nil {
+			return 0, err
+		}
+		last = h
+	}
+	return last, nil
+}
+
 // WaitHeight waits until the node's latest height is at least h, or ctx ends.
 func (n *Node) WaitHeight(ctx context.Context, h int64) error {
 	for {
