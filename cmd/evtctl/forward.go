@@ -424,7 +424,8 @@ func (o *forwardOptions) startAt(so *client.StreamOptions) error {
 
 // asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
 // are CloudEvents already; a Tendermint node's are wrapped in one: its cursor as id, the
-// node as source, the item's event as type and its data as data.
+// node as source, the item's event as type, its time (a chain's block time) as time when
+// the source stamped it with one, and its data as data.
 func asCloudEvent(node string, it client.Item) []byte {
 	if gjson.GetBytes(it.Data, "specversion").Exists() {
 		return it.Data
@@ -438,9 +439,13 @@ func asCloudEvent(node string, it client.Item) []byte {
 		ID              string          `json:"id"`
 		Source          string          `json:"source"`
 		Type            string          `json:"type"`
+		Time            string          `json:"time,omitempty"`
 		DataContentType string          `json:"datacontenttype"`
 		Data            json.RawMessage `json:"data"`
-	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "application/json", data}
+	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "", "application/json", data}
+	if !it.Time.IsZero() {
+		ev.Time = it.Time.UTC().Format(time.RFC3339Nano)
+	}
 	b, _ := json.Marshal(ev)
 	return b
 }
