@@ -170,7 +170,20 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			cfg.progress("replay: run %d of %d, %s events", run, cfg.Runs, ps.name)
 			n0, nodeOK := nodeCPU()
 			c0, clientOK := processCPU()
-			n, bytes, d, err := replayOnce(ctx, c, cfg, ps.query, from, to, ps.paged, nil)
+			rc, closeRC := c, func() {}
+			if plain != nil {
+				// Like for like with the plain read, which keeps nothing between runs: each
+				// run reads through a new client, as an evtctl replay does (a source may
+				// keep what it read, a chain's heights, for the pages that follow).
+				if rc, closeRC, err = runClient(ctx, cfg.Target, cfg.Version); err != nil {
+					if interrupted(ctx, err) {
+						break
+					}
+					return nil, err
+				}
+			}
+			n, bytes, d, err := replayOnce(ctx, rc, cfg, ps.query, from, to, ps.paged, nil)
+			closeRC()
 			c1, _ := processCPU()
 			n1, nodeOK1 := nodeCPU()
 			if err != nil {
@@ -313,6 +326,19 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 		r.note("%s; the stretch was read once untimed first, so that neither side pays for the node's cold caches", plain.PlainReadHow())
 	}
 	return r, ctx.Err()
+}
+
+// runClient is a new client of the target that has found out what the node is (untimed).
+func runClient(ctx context.Context, t Target, version string) (*client.Client, func(), error) {
+	c, closeIdle, err := newClient(t, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.Head(ctx, client.Backoff{GiveUp: 30 * time.Second}, nil); err != nil {
+		closeIdle()
+		return nil, nil, err
+	}
+	return c, closeIdle, nil
 }
 
 // A plainReader is a source that can read a stretch of its log as a plain program of the
