@@ -121,7 +121,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	} else {
 		plain = nil
 	}
-	var plainSecs []float64
+	var plainSecs, plainCPU []float64 // seconds, and CPU µs per item of this process
 	var plainCounts map[string]int64
 	if plain != nil {
 		// Once, untimed: neither side pays for the node's cold caches.
@@ -213,7 +213,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 				continue
 			}
 			cfg.progress("replay: run %d of %d, a plain read of the same stretch", run, cfg.Runs)
+			pc0, pcOK := processCPU()
 			counts, pd, err := plain.PlainRead(ctx, from.Cursor, to.Cursor)
+			pc1, _ := processCPU()
 			if err != nil {
 				if interrupted(ctx, err) {
 					break
@@ -225,6 +227,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			}
 			plainCounts = counts
 			plainSecs = append(plainSecs, pd.Seconds())
+			if pcOK && n > 0 {
+				plainCPU = append(plainCPU, float64(pc1-pc0)/float64(time.Microsecond)/float64(n))
+			}
 		}
 	}
 	// The transport's limit: the same bytes as one file from a loopback server, fetched by a
@@ -265,6 +270,9 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 		}
 		if len(plainSecs) > 0 {
 			plainFigures(r, plainCounts, median(all.secs), median(plainSecs))
+			if len(plainCPU) > 0 {
+				r.figure("plain_client_cpu_us_per_event", median(plainCPU), "µs")
+			}
 		}
 		r.figure("events_replayed", float64(all.count), "events")
 		r.figure("bytes_written", float64(all.bytes), "bytes")
