@@ -239,8 +239,9 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		return usagef("--retry-delays: %v", err)
 	}
 	var start client.StreamOptions // where --from says to begin, checked before anything is opened
+	var fromLog *savedLog          // the log of --from's checkpoint file, if it names one
 	if opts.From != "" {
-		if err := opts.startAt(&start); err != nil {
+		if fromLog, err = opts.startAt(&start); err != nil {
 			return err
 		}
 	}
@@ -287,13 +288,14 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case haveCP:
 		resumeAt(&so, cp)
 		from = "checkpoint " + describeCheckpoint(cp)
-		if cp.Node != "" && cp.Node != c.Node() {
-			fmt.Fprintf(errOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", paths.checkpoint, safeText(cp.Node), c.Node())
-		}
+		nodeMoved(opts.streams, paths.checkpoint, cp, c.Node())
 		if opts.From != "" {
 			fmt.Fprintf(errOut, "evtctl: resuming from checkpoint %s; --from applies only when there is none\n", paths.checkpoint)
 		}
 	case opts.From != "":
+		if err := fromLog.check(ctx, c, so.Backoff, so.OnRetry); err != nil {
+			return opts.node.explain(err)
+		}
 		so.After, so.Since, so.FromStart = start.After, start.Since, start.FromStart
 		from = opts.From
 	case st != nil && !st.Fresh():
@@ -400,16 +402,17 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	return opts.node.explain(opts.query.refused(err))
 }
 
-// startAt applies --from to the stream options.
-func (o *forwardOptions) startAt(so *client.StreamOptions) error {
+// startAt applies --from to the stream options. It returns the log --from's checkpoint file
+// names, if it names one, for the log read to be checked against.
+func (o *forwardOptions) startAt(so *client.StreamOptions) (*savedLog, error) {
 	switch strings.TrimSpace(o.From) {
 	case "start", "oldest":
 		so.FromStart = true
-		return nil
+		return nil, nil
 	}
-	p, err := parsePosition("--from", o.From, o.now())
+	p, saved, err := parsePosition("--from", o.From, o.now())
 	if err != nil {
-		return usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
+		return nil, usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
 	}
 	switch {
 	case p.Cursor != "":
@@ -419,12 +422,13 @@ func (o *forwardOptions) startAt(so *client.StreamOptions) error {
 	default: // a checkpoint at the log's start
 		so.FromStart = true
 	}
-	return nil
+	return saved, nil
 }
 
 // asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
 // are CloudEvents already; a Tendermint node's are wrapped in one: its cursor as id, the
-// node as source, the item's event as type and its data as data.
+// node as source, the item's event as type, its time (a chain's block time) as time when
+// the source stamped it with one, and its data as data.
 func asCloudEvent(node string, it client.Item) []byte {
 	if gjson.GetBytes(it.Data, "specversion").Exists() {
 		return it.Data
@@ -438,9 +442,13 @@ func asCloudEvent(node string, it client.Item) []byte {
 		ID              string          `json:"id"`
 		Source          string          `json:"source"`
 		Type            string          `json:"type"`
+		Time            string          `json:"time,omitempty"`
 		DataContentType string          `json:"datacontenttype"`
 		Data            json.RawMessage `json:"data"`
-	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "application/json", data}
+	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "", "application/json", data}
+	if !it.Time.IsZero() {
+		ev.Time = it.Time.UTC().Format(time.RFC3339Nano)
+	}
 	b, _ := json.Marshal(ev)
 	return b
 }

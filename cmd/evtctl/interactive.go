@@ -64,6 +64,7 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	if err != nil {
 		return err
 	}
+	defer opts.node.holdNotes(opts.streams)()
 	query, from, c, err := opts.resolve()
 	if err != nil {
 		return err
@@ -80,7 +81,8 @@ func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
 	if err := opts.ui.check(&opts.output, flagInUse{opts.Limit != 0, "--limit"}); err != nil {
 		return err
 	}
-	query, from, to, c, err := opts.resolve()
+	defer opts.node.holdNotes(opts.streams)()
+	query, from, to, c, err := opts.resolve(ctx)
 	if err != nil {
 		return err
 	}

@@ -82,23 +82,34 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	return cmd
 }
 
-// resolve turns the flags into the query, the range's ends and a client of the node.
-func (opts *replayOptions) resolve() (query string, from, to client.Position, c *client.Client, err error) {
+// resolve turns the flags into the query, the range's ends and a client of the node. An end
+// taken from a checkpoint file that names its log (a chain's) is refused on another log.
+func (opts *replayOptions) resolve(ctx context.Context) (query string, from, to client.Position, c *client.Client, err error) {
 	if query, err = opts.query.build(); err != nil {
 		return
 	}
 	now := opts.now()
+	var fromLog, toLog *savedLog
 	if opts.Since != "" {
 		if from.Time, err = parseSince(opts.Since, now); err != nil {
 			return
 		}
-	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
+	} else if from, fromLog, err = parsePosition("--from", opts.From, now); err != nil {
 		return
 	}
-	if to, err = parsePosition("--to", opts.To, now); err != nil {
+	if to, toLog, err = parsePosition("--to", opts.To, now); err != nil {
 		return
 	}
-	c, err = opts.node.client(opts.streams)
+	if c, err = opts.node.client(opts.streams); err != nil {
+		return
+	}
+	b := client.Backoff{GiveUp: opts.RetryFor}
+	for _, saved := range []*savedLog{fromLog, toLog} {
+		if err = saved.check(ctx, c, b, retryReporter(opts.streams)); err != nil {
+			err = opts.node.explain(streamResult(ctx, err))
+			return
+		}
+	}
 	return
 }
 
@@ -106,7 +117,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runReplayInteractive(ctx, opts)
 	}
-	query, from, to, c, err := opts.resolve()
+	query, from, to, c, err := opts.resolve(ctx)
 	if err != nil {
 		return err
 	}

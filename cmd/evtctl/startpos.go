@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 )
@@ -70,16 +71,42 @@ func loadCheckpoint(ctx context.Context, c *client.Client, path string, b client
 	if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
 		return cp, false, fmt.Errorf("checkpoint %s: %q is not a cursor", path, cp.Cursor)
 	}
-	if len(cp.Log) > 0 {
-		// What the node is must be known before its log can be told from another.
-		if _, err := c.Head(ctx, b, onRetry); err != nil {
-			return cp, false, err
-		}
-		if err := c.CheckIdentity(ctx, cp.Log); err != nil {
-			return cp, false, &statusError{exitNotOfLog, fmt.Errorf("checkpoint %s is not of this log: %w", path, err)}
-		}
+	if err := (&savedLog{file: path, log: cp.Log}).check(ctx, c, b, onRetry); err != nil {
+		return cp, false, err
 	}
 	return cp, true, nil
+}
+
+// savedLog is the log a checkpoint file names (its identity, see client.Identity: a chain's
+// id and a block of it): a position taken from the file is a position of that log only.
+type savedLog struct {
+	file string
+	log  json.RawMessage
+}
+
+// check refuses, with exit status 4, to read another log than the one the checkpoint names
+// from its position. A checkpoint that names none (an evtctl node's) is not checked.
+func (s *savedLog) check(ctx context.Context, c *client.Client, b client.Backoff, onRetry client.RetryFunc) error {
+	if s == nil || len(s.log) == 0 {
+		return nil
+	}
+	// What the node is must be known before its log can be told from another.
+	if _, err := c.Head(ctx, b, onRetry); err != nil {
+		return err
+	}
+	if err := c.CheckIdentity(ctx, s.log); err != nil {
+		return &statusError{exitNotOfLog, fmt.Errorf("checkpoint %s is not of this log: %w", s.file, err)}
+	}
+	return nil
+}
+
+// nodeMoved warns that a checkpoint written against one node is resumed against another,
+// whose log it may not be of — unless it names its log, which was checked (a chain's
+// checkpoint resumes on any node of the chain).
+func nodeMoved(s *iostreams.IOStreams, path string, cp cursor.Checkpoint, node string) {
+	if cp.Node != "" && cp.Node != node && len(cp.Log) == 0 {
+		fmt.Fprintf(s.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", path, safeText(cp.Node), node)
+	}
 }
 
 // logNamer names the log at positions for checkpoints (see client.Identity). It keeps the

@@ -171,9 +171,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		if resuming = ok; ok {
 			resumeAt(&so, cp)
 			ck.saved = cp.Cursor
-			if cp.Node != "" && cp.Node != c.Node() {
-				fmt.Fprintf(opts.streams.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", ck.path, safeText(cp.Node), c.Node())
-			}
+			nodeMoved(opts.streams, ck.path, cp, c.Node())
 		}
 	}
 	if opts.streams.IsStderrTTY() {
