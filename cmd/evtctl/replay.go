@@ -19,21 +19,17 @@ type replayOptions struct {
 	query   queryOptions
 	output  outputOptions
 	ui      interactiveOptions
+	start   startOptions
 
-	From     string
-	To       string
-	Since    string
 	Reverse  bool
 	Limit    int
 	OnGap    string
 	PageSize int
 	RetryFor time.Duration
-
-	now func() time.Time
 }
 
 func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &replayOptions{streams: streams, now: time.Now}
+	opts := &replayOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Write out the events a node holds between two points",
@@ -54,9 +50,6 @@ does when the node restarted since the --from cursor, or that cursor is not of i
   evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.From != "" && opts.Since != "" {
-				return usagef("--from and --since choose the same thing: give one")
-			}
 			if opts.Limit < 0 {
 				return usagef("--limit must not be negative")
 			}
@@ -71,9 +64,7 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	opts.query.addFlags(f)
 	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
-	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
-	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
-	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
+	opts.start.addFlags(f, "replay")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
@@ -83,32 +74,23 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 }
 
 // resolve turns the flags into the query, the range's ends and a client of the node.
-func (opts *replayOptions) resolve() (query string, from, to client.Position, c *client.Client, err error) {
+func (opts *replayOptions) resolve(ctx context.Context) (query string, from, to client.Position, c *client.Client, err error) {
 	if query, err = opts.query.build(); err != nil {
 		return
 	}
-	now := opts.now()
-	if opts.Since != "" {
-		if from.Time, err = parseSince(opts.Since, now); err != nil {
-			return
-		}
-	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
-		return
-	}
-	if to, err = parsePosition("--to", opts.To, now); err != nil {
-		return
-	}
-	c, err = opts.node.client(opts.streams)
-	return
+	start, end, c, err := opts.start.resolve(ctx, &opts.node, opts.streams, opts.backoff())
+	return query, start.Position, end.Position, c, err
 }
+
+func (opts *replayOptions) backoff() client.Backoff { return client.Backoff{GiveUp: opts.RetryFor} }
 
 func runReplay(ctx context.Context, opts *replayOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runReplayInteractive(ctx, opts)
 	}
-	query, from, to, c, err := opts.resolve()
+	query, from, to, c, err := opts.resolve(ctx)
 	if err != nil {
-		return err
+		return opts.node.explain(streamResult(ctx, err))
 	}
 	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
@@ -118,7 +100,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
-		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+		Backoff: opts.backoff(),
 		OnGap:   func(g client.Gap) error { return onGap(opts.streams, opts.OnGap, &g) },
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {
