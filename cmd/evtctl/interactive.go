@@ -77,7 +77,7 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
 // (its newest with --reverse).
 func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
-	if err := opts.ui.check(&opts.output, flagInUse{opts.Limit != 0, "--limit"}); err != nil {
+	if err := opts.ui.check(&opts.output, flagInUse{opts.Count != 0, opts.countFlag}); err != nil {
 		return err
 	}
 	query, from, to, c, err := opts.resolve(ctx)

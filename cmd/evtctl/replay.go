@@ -21,11 +21,13 @@ type replayOptions struct {
 	ui      interactiveOptions
 	start   startOptions
 
-	Reverse  bool
-	Limit    int
-	OnGap    string
-	PageSize int
-	RetryFor time.Duration
+	Reverse bool
+	Count   int
+	// countFlag is the name --count was given by (--limit, its old name, still works).
+	countFlag string
+	OnGap     string
+	PageSize  int
+	RetryFor  time.Duration
 }
 
 func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
@@ -47,11 +49,18 @@ evtctl says so, naming the cursors; --on-gap decides what happens then, as for t
 does when the node restarted since the --from cursor, or that cursor is not of its log.`,
 		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
   evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
-  evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
+  evtctl replay --reverse --count 10 --type 'org.openedx.ecommerce.#'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.Limit < 0 {
-				return usagef("--limit must not be negative")
+			opts.countFlag = "--count"
+			if f := cmd.Flags(); f.Changed("limit") {
+				if f.Changed("count") {
+					return usagef("--limit is the old name of --count: give one")
+				}
+				opts.countFlag = "--limit"
+			}
+			if opts.Count < 0 {
+				return usagef("%s must not be negative", opts.countFlag)
 			}
 			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
 				return err
@@ -66,7 +75,9 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	opts.ui.addFlags(f)
 	opts.start.addFlags(f, "replay")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
-	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
+	f.IntVar(&opts.Count, "count", 0, "stop after this many events (0: no limit)")
+	f.IntVar(&opts.Count, "limit", 0, "the old name of --count")
+	_ = f.MarkHidden("limit")
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
@@ -98,7 +109,7 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	}
 	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
-		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
+		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Count,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
 		Backoff: opts.backoff(),
 		OnGap:   func(g client.Gap) error { return onGap(opts.streams, opts.OnGap, &g) },
