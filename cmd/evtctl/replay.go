@@ -39,9 +39,10 @@ func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
 exit. It does not wait for new events; use tail for that.
 
 --from and --to each take a cursor, @FILE (the cursor in a checkpoint file, as tail --checkpoint
-writes it), an RFC 3339 time, or a duration back from now (10m). --from is exclusive: a cursor
-there was already seen. --to is inclusive and defaults to the head when the replay starts.
---since is --from with a time or a duration.
+writes it), a time (RFC 3339, or local: '2026-11-27 14:00', or 14:00 today), or a duration back
+from now (10m, 2d). --from is exclusive: a cursor there was already seen. --to is inclusive and
+defaults to the head when the replay starts. --since is --from with a time or a duration.
+--count N stops after N events (--limit N, its old name, still works).
 
 When the node no longer holds events the range covers (they aged out, were pruned or were
 lost to damage in the node's log) — after a --from cursor or checkpoint, or within the range —

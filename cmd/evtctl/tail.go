@@ -48,6 +48,10 @@ when the node restarted and its log starts again (a Tendermint node), and when t
 start from is not of the node's log, or the log went back: such a cursor is never passed over
 silently, even with --on-gap ignore.
 
+--after takes a cursor, or @FILE: the position in a checkpoint file, as replay --from @FILE
+reads it. --since takes a time (RFC 3339, or local: '2026-11-27 14:00', or 14:00 today) or a
+duration back from now (10m, 2d).
+
 With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
 the output is flushed) and tail resumes from it when it exists, so a restart loses nothing. A
 first run records where it starts before it reads anything, so that one stopped before its
@@ -56,6 +60,8 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 		Example: `  evtctl tail
   evtctl tail --type 'org.openedx.learning.#' -o jsonl | jq .data.data
   evtctl tail -q "data.total > 100" --since 10m --count 20
+  evtctl tail --after @consumer.cursor --until-caught-up -o jsonl
+  evtctl tail --since 2d --type 'org.openedx.ecommerce.#'
   evtctl tail --checkpoint consumer.cursor --on-gap fail -o ce >> events.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
