@@ -26,9 +26,8 @@ type startOptions struct {
 	To         string // replay --to: a position, inclusive
 	Checkpoint string // tail and forward --checkpoint FILE
 
-	cmd    string           // the command that took the flags
-	starts []string         // its flags that choose the start, for messages
-	now    func() time.Time // the clock; nil: time.Now
+	cmd    string   // the command that took the flags
+	starts []string // its flags that choose the start, for messages
 }
 
 // sinceUsage is --since's help, on every command that takes it.
@@ -99,9 +98,6 @@ func (o *startOptions) parse() (from, to position, err error) {
 		return from, to, usagef("%s choose the same thing: give one", andList(o.starts))
 	}
 	now := time.Now()
-	if o.now != nil {
-		now = o.now()
-	}
 	switch {
 	case o.After != "":
 		from, err = parsePosition("--after", o.After, now, posCursor|posFile)
