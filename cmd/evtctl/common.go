@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
@@ -19,7 +18,6 @@ import (
 	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/render"
 )
@@ -458,62 +456,6 @@ func (o *outputOptions) renderer(ctx context.Context, s *iostreams.IOStreams) (*
 		return nil, usagef("%v", err)
 	}
 	return r, nil
-}
-
-// parsePosition reads a start or end of a range: @FILE (a checkpoint), a cursor, an RFC 3339
-// time, or a duration back from now. A checkpoint that names its log (a chain's) gives that
-// log too, which the log read must be (see savedLog.check); nil otherwise.
-func parsePosition(flag, s string, now time.Time) (client.Position, *savedLog, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return client.Position{}, nil, nil
-	case strings.HasPrefix(s, "@"):
-		cp, ok, err := cursor.LoadCheckpoint(s[1:])
-		if err != nil {
-			return client.Position{}, nil, usagef("%s: %v", flag, err)
-		}
-		if !ok {
-			return client.Position{}, nil, usagef("%s: checkpoint file %s does not exist", flag, s[1:])
-		}
-		if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
-			return client.Position{}, nil, usagef("%s: checkpoint %s: %q is not a cursor", flag, s[1:], cp.Cursor)
-		}
-		if cp.AtStart() && flag == "--to" {
-			// As a start it is the log's start; as an end it would read as open (the head).
-			return client.Position{}, nil, usagef("%s: checkpoint %s is at the log's start, before every event: no range ends there", flag, s[1:])
-		}
-		var saved *savedLog
-		if len(cp.Log) > 0 {
-			saved = &savedLog{file: s[1:], log: cp.Log}
-		}
-		return client.Position{Cursor: cp.Cursor, Time: cp.Since}, saved, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return client.Position{Time: t}, nil, nil
-	}
-	if client.IsCursor(s) {
-		return client.Position{Cursor: s}, nil, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return client.Position{Time: now.Add(-d)}, nil, nil
-	}
-	return client.Position{}, nil, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
-}
-
-// parseSince reads --since: an RFC 3339 time, or a duration back from now.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	if client.IsCursor(s) || strings.HasPrefix(s, "@") {
-		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
-	}
-	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)
 }
 
 // headerEncodingOption is --header-encoding, which emit and forward share.
