@@ -115,6 +115,32 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 	if ctCount > 1 {
 		return Event{}, invalid("Content-Type is given %d times; it must be given once", ctCount)
 	}
+	ev, _, err := encodeAttrs(nil, hs, ct, ctCount > 0, body, lim, fromHeaders, nil)
+	return ev, err
+}
+
+// origin is where the attributes that encodeAttrs encodes come from.
+type origin int
+
+const (
+	fromHeaders origin = iota // ce- headers of the HTTP binding's binary mode, encoded as it asks
+	fromFields                // plain strings, such as a Redis stream entry's fields
+)
+
+// where names the header or field that carries attribute name, for messages.
+func (o origin) where(name string) string {
+	if o == fromFields {
+		return "field " + name
+	}
+	return "header ce-" + name
+}
+
+// encodeAttrs validates the attributes hs (values as received) and the data body, and
+// appends the event in the JSON format to out. ct is the data's media type when hasCT.
+// Header values are decoded first (see DecodeBinary); fields are taken as they are, and
+// specversion defaults to 1.0 among them. lastSource, when not nil, is a source that passed
+// the check before, and is set to this one when it passes. It returns out unchanged on error.
+func encodeAttrs(out []byte, hs []ceHeader, ct string, hasCT bool, body []byte, lim Limits, how origin, lastSource *string) (Event, []byte, *Error) {
 	slices.SortFunc(hs, func(a, b ceHeader) int {
 		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
 	})
@@ -123,27 +149,40 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		attrs [kDataschema + 1]string
 		raws  [kDataschema + 1]string // the values as received
 		set   [kDataschema + 1]bool
-		exts  []ceHeader
+		store [8]ceHeader
+		exts  = store[:0]
 		size  = 64 + len(ct) + len(body)*4/3
 	)
 	for i := range hs {
 		hd := &hs[i]
 		if hd.n > 1 {
-			return Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+			if how == fromFields {
+				return Event{}, out, invalid("field %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+			}
+			return Event{}, out, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
 		}
 		if i > 0 && hs[i-1].name == hd.name {
-			return Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
+			if how == fromFields {
+				return Event{}, out, invalid("field %s is given twice; a CloudEvents attribute takes exactly one value", hd.key)
+			}
+			return Event{}, out, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
-		case hd.name == "datacontenttype":
-			return Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by Content-Type", hd.key)
+		case hd.name == "datacontenttype" && how == fromHeaders:
+			return Event{}, out, invalid("header %s is not allowed in binary mode: datacontenttype is carried by Content-Type", hd.key)
 		case hd.name == "data" || !validAttrName(hd.name):
-			return Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
+			if how == fromFields {
+				return Event{}, out, invalid("field %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key)
+			}
+			return Event{}, out, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
 		}
-		v := decodeHeaderValue(hd.value)
+		v := hd.value
+		if how == fromHeaders {
+			v = decodeHeaderValue(hd.value)
+		}
 		if err := checkString(hd.name, v); err != nil {
 			if v == hd.value || checkString(hd.name, hd.value) != nil {
-				return Event{}, err
+				return Event{}, out, err
 			}
 			v = hd.value // decoding made it invalid: the sender did not encode
 		}
@@ -155,19 +194,26 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 			exts = append(exts, *hd)
 			continue
 		}
+		if kind == kDatacontenttype { // a field: the data's media type
+			ct, hasCT = v, true
+			continue
+		}
 		attrs[kind], raws[kind], set[kind] = v, raw, true
 	}
 
 	// Validate in the same order as the structured decoder.
+	if !set[kSpecversion] && how == fromFields {
+		attrs[kSpecversion], set[kSpecversion] = "1.0", true
+	}
 	if !set[kSpecversion] {
-		return Event{}, invalid("missing required attribute \"specversion\" (header ce-specversion)")
+		return Event{}, out, invalid("missing required attribute \"specversion\" (header ce-specversion)")
 	}
 	if attrs[kSpecversion] != "1.0" {
-		return Event{}, badSpecversion(attrs[kSpecversion])
+		return Event{}, out, badSpecversion(attrs[kSpecversion])
 	}
 	for _, k := range [...]int{kID, kSource, kType} {
 		if !set[k] {
-			return Event{}, invalid("missing required attribute %q (header ce-%s)", kindName[k], kindName[k])
+			return Event{}, out, invalid("missing required attribute %q (%s)", kindName[k], how.where(kindName[k]))
 		}
 	}
 	check := func(k int, f func(string) *Error) *Error {
@@ -176,82 +222,136 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 		return err
 	}
 	if err := check(kID, nonEmpty("id")); err != nil {
-		return Event{}, err
+		return Event{}, out, err
 	}
-	if err := check(kSource, checkSource); err != nil {
-		return Event{}, err
+	if lastSource == nil || attrs[kSource] != *lastSource {
+		if err := check(kSource, checkSource); err != nil {
+			return Event{}, out, err
+		}
+		if lastSource != nil {
+			*lastSource = strings.Clone(attrs[kSource]) // the value may lie in memory the caller reuses
+		}
 	}
 	if err := check(kType, nonEmpty("type")); err != nil {
-		return Event{}, err
+		return Event{}, out, err
 	}
 	ev := Event{ID: attrs[kID], Source: attrs[kSource], Type: attrs[kType]}
 	if set[kSubject] {
 		if err := check(kSubject, nonEmpty("subject")); err != nil {
-			return Event{}, err
+			return Event{}, out, err
 		}
 	}
 	if set[kTime] {
 		if err := check(kTime, func(s string) (err *Error) { ev.Time, err = parseTime(s); return err }); err != nil {
-			return Event{}, err
+			return Event{}, out, err
 		}
 	}
 	var ctParams map[string]string
-	if ctCount > 0 {
+	if hasCT {
+		what := "Content-Type"
+		if how == fromFields {
+			what = "field datacontenttype"
+		}
 		if err := checkString("datacontenttype", ct); err != nil {
-			return Event{}, invalid("Content-Type: %s", err.Msg)
+			return Event{}, out, invalid("%s: %s", what, err.Msg)
 		}
 		var err *Error
-		if ctParams, err = parseMediaType("Content-Type", ct); err != nil {
-			return Event{}, err
+		if ctParams, err = parseMediaType(what, ct); err != nil {
+			return Event{}, out, err
 		}
 	}
 	if set[kDataschema] {
 		if err := check(kDataschema, checkDataschema); err != nil {
-			return Event{}, err
+			return Event{}, out, err
 		}
 	}
 
-	out := make([]byte, 0, size)
-	out = append(out, `{"specversion":"1.0","id":`...)
-	out = appendJSONString(out, ev.ID)
-	out = append(out, `,"source":`...)
-	out = appendJSONString(out, ev.Source)
-	out = append(out, `,"type":`...)
-	out = appendJSONString(out, ev.Type)
+	mark := len(out)
+	if out == nil {
+		out = make([]byte, 0, size)
+	}
+	b := append(out, `{"specversion":"1.0","id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, ev.Source)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, ev.Type)
 	if set[kSubject] {
-		out = append(out, `,"subject":`...)
-		out = appendJSONString(out, attrs[kSubject])
+		b = append(b, `,"subject":`...)
+		b = appendJSONString(b, attrs[kSubject])
 	}
 	if set[kTime] {
-		out = append(out, `,"time":`...)
-		out = appendJSONString(out, attrs[kTime])
+		b = append(b, `,"time":`...)
+		b = appendJSONString(b, attrs[kTime])
 	}
-	if ctCount > 0 {
-		out = append(out, `,"datacontenttype":`...)
-		out = appendJSONString(out, ct)
+	if hasCT {
+		b = append(b, `,"datacontenttype":`...)
+		b = appendJSONString(b, ct)
 	}
 	if set[kDataschema] {
-		out = append(out, `,"dataschema":`...)
-		out = appendJSONString(out, attrs[kDataschema])
+		b = append(b, `,"dataschema":`...)
+		b = appendJSONString(b, attrs[kDataschema])
 	}
 	for _, x := range exts {
-		out = append(out, ',', '"')
-		out = append(out, x.name...)
-		out = append(out, '"', ':')
-		out = appendJSONString(out, x.value)
+		b = append(b, ',', '"')
+		b = append(b, x.name...)
+		b = append(b, '"', ':')
+		b = appendJSONString(b, x.value)
 	}
 	if len(body) > 0 {
 		var err *Error
-		if out, err = appendBinaryData(out, body, ct, ctCount > 0, ctParams); err != nil {
-			return Event{}, err
+		if b, err = appendBinaryData(b, body, ct, hasCT, ctParams); err != nil {
+			return Event{}, out[:mark], err
 		}
 	}
-	out = append(out, '}')
-	if err := checkSize(len(out), lim); err != nil {
-		return Event{}, err
+	b = append(b, '}')
+	if err := checkSize(len(b)-mark, lim); err != nil {
+		return Event{}, b[:mark], err
 	}
-	ev.JSON = out[:len(out):len(out)]
-	return ev, nil
+	ev.JSON = b[mark:len(b):len(b)]
+	return ev, b, nil
+}
+
+// Field is an attribute given as a plain string: one field of a Redis stream entry.
+type Field struct{ Name, Value string }
+
+// A FieldEncoder encodes events whose attributes come as plain strings (see Append). It
+// remembers the last source that passed the check, as a batch's decoder does: the events of
+// one stream mostly share it. The zero value is ready to use, with the default Limits; it is
+// not safe for concurrent use.
+type FieldEncoder struct {
+	Limits     Limits
+	lastSource string
+}
+
+// Append appends to dst the CloudEvent in the JSON format whose attributes are fields and
+// whose data is data, and returns the grown dst and the event, whose JSON lies in the
+// appended bytes. It reads them as DecodeBinary reads ce- headers and a body, stores the
+// event in the same form (members in the same order; data JSON when there is no
+// datacontenttype and it is JSON, else data_base64), and differs in three ways: values are
+// taken as they are (nothing is percent-decoded or unquoted); specversion may be absent, for
+// 1.0; and a datacontenttype field is the data's media type, as Content-Type is in binary
+// mode. Names are case-sensitive. On error dst is returned as it was.
+func (e *FieldEncoder) Append(dst []byte, fields []Field, data []byte) ([]byte, Event, error) {
+	var store [16]ceHeader
+	hs := store[:0]
+	for _, f := range fields {
+		hs = append(hs, ceHeader{name: f.Name, key: f.Name, value: f.Value, n: 1})
+	}
+	if len(hs) == 0 {
+		return dst, Event{}, invalid("no attributes: a CloudEvent needs id, source and type")
+	}
+	ev, out, err := encodeAttrs(dst, hs, "", false, data, e.Limits.withDefaults(), fromFields, &e.lastSource)
+	if err != nil {
+		return dst, Event{}, err
+	}
+	return out, ev, nil
+}
+
+// AppendFields is Append of a new FieldEncoder with limits lim.
+func AppendFields(dst []byte, fields []Field, data []byte, lim Limits) ([]byte, Event, error) {
+	e := FieldEncoder{Limits: lim}
+	return e.Append(dst, fields, data)
 }
 
 // asReceived returns v, the decoded value of attribute name, if check
@@ -281,7 +381,7 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		start := len(out)
 		// The scanner validates (writing a compact copy, which is dropped:
 		// the body is stored as it is).
-		s := scanner{in: body, out: out}
+		s := scanner{in: body, out: out, quiet: !hasCT} // without a Content-Type, a failure only means "not JSON"
 		s.skipWS()
 		err := s.copyValue()
 		if err == nil {
