@@ -141,9 +141,13 @@ func (o origin) where(name string) string {
 // specversion defaults to 1.0 among them. lastSource, when not nil, is a source that passed
 // the check before, and is set to this one when it passes. It returns out unchanged on error.
 func encodeAttrs(out []byte, hs []ceHeader, ct string, hasCT bool, body []byte, lim Limits, how origin, lastSource *string) (Event, []byte, *Error) {
-	slices.SortFunc(hs, func(a, b ceHeader) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
-	})
+	if how == fromHeaders {
+		// Sorted, a header map's attributes are checked in the same order every time; fields
+		// come in their own order, and only their extensions need sorting, below.
+		slices.SortFunc(hs, func(a, b ceHeader) int {
+			return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key, b.key))
+		})
+	}
 
 	var (
 		attrs [kDataschema + 1]string
@@ -161,10 +165,7 @@ func encodeAttrs(out []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			}
 			return Event{}, out, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
 		}
-		if i > 0 && hs[i-1].name == hd.name {
-			if how == fromFields {
-				return Event{}, out, invalid("field %s is given twice; a CloudEvents attribute takes exactly one value", hd.key)
-			}
+		if how == fromHeaders && i > 0 && hs[i-1].name == hd.name {
 			return Event{}, out, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
@@ -195,10 +196,27 @@ func encodeAttrs(out []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			continue
 		}
 		if kind == kDatacontenttype { // a field: the data's media type
+			if hasCT {
+				return Event{}, out, twice(hd.key)
+			}
 			ct, hasCT = v, true
 			continue
 		}
+		if set[kind] && how == fromFields {
+			return Event{}, out, twice(hd.key)
+		}
 		attrs[kind], raws[kind], set[kind] = v, raw, true
+	}
+	if how == fromFields && len(exts) > 1 {
+		less := func(a, b ceHeader) int { return strings.Compare(a.name, b.name) }
+		if !slices.IsSortedFunc(exts, less) {
+			slices.SortFunc(exts, less)
+		}
+		for i := 1; i < len(exts); i++ {
+			if exts[i].name == exts[i-1].name {
+				return Event{}, out, twice(exts[i].key)
+			}
+		}
 	}
 
 	// Validate in the same order as the structured decoder.
@@ -310,6 +328,11 @@ func encodeAttrs(out []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 	}
 	ev.JSON = b[mark:len(b):len(b)]
 	return ev, b, nil
+}
+
+// twice is a field given twice.
+func twice(name string) *Error {
+	return invalid("field %s is given twice; a CloudEvents attribute takes exactly one value", name)
 }
 
 // Field is an attribute given as a plain string: one field of a Redis stream entry.

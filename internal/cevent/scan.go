@@ -513,6 +513,10 @@ func (s *scanner) object() *Error {
 	}
 }
 
+// AppendJSONString appends s, valid UTF-8, as a JSON string: what the events this package
+// makes hold their strings as.
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s) }
+
 // appendJSONString appends s as a JSON string. s must be valid UTF-8.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
