@@ -471,3 +471,31 @@ func TestFailures(t *testing.T) {
 		t.Fatalf("after a stop: %v", err)
 	}
 }
+
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	files, err := redistest.WriteTLSFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redistest.Start(t, redistest.Config{TLS: &files})
+	ctx := context.Background()
+	node := srv.URL("s") // rediss://
+	c, _ := client.New(client.Options{Node: node, CAFile: files.CA})
+	if _, _, err := c.Bounds(ctx); err != nil {
+		t.Fatalf("with the CA file: %v", err)
+	}
+	c, _ = client.New(client.Options{Node: node, Insecure: true})
+	if _, _, err := c.Bounds(ctx); err != nil {
+		t.Fatalf("with --insecure: %v", err)
+	}
+	c, _ = client.New(client.Options{Node: node})
+	if _, _, err := c.Bounds(ctx); err == nil || client.Retryable(err) || !strings.Contains(err.Error(), "TLS with "+node+" failed") {
+		t.Fatalf("an authority not trusted: %v", err)
+	}
+	plain := "redis://" + srv.Addr + "/0/s"
+	c, _ = client.New(client.Options{Node: plain})
+	if _, _, err := c.Bounds(ctx); err == nil || client.Retryable(err) || !strings.Contains(err.Error(), "TLS port (rediss://)") {
+		t.Fatalf("redis:// to a TLS port: %v", err)
+	}
+}
