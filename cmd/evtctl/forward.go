@@ -315,6 +315,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	fo := forward.Options{
 		Target: target, Delays: delays, MaxAttempts: opts.MaxAttempts, Concurrency: opts.Concurrency,
 		Ordered: opts.Ordered, MaxPending: opts.MaxPending, State: st, DeadLetter: paths.deadLetter,
+		Compare: c.Compare,
 	}
 	if opts.Sync == "checkpoint" {
 		fo.Sync = forward.SyncCheckpoint

@@ -96,6 +96,10 @@ type Options struct {
 	// OnResult is told of every attempt once its outcome is durable, from one goroutine. An
 	// error stops the forwarder.
 	OnResult func(Result) error
+	// Compare orders two cursors of the log (the client's Compare); nil orders the cursors of
+	// the events method (cursor.CompareText). The journal keeps the outcomes of events after
+	// the checkpoint by it.
+	Compare func(a, b string) int
 }
 
 // SyncMode says when the journal is fsynced; see Options.Sync.
@@ -226,6 +230,12 @@ func New(opts Options) (*Forwarder, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	if opts.Compare == nil {
+		opts.Compare = cursor.CompareText
+	}
+	if opts.State != nil {
+		opts.State.order = opts.Compare
 	}
 	if opts.State != nil && opts.Checkpoint == nil {
 		return nil, errors.New("a State needs a Checkpoint: the journal is pruned as the checkpoint moves")

@@ -44,6 +44,8 @@ type State struct {
 	// tail were dropped.
 	fresh    bool
 	repaired int64
+
+	order func(a, b string) int // the log's order of cursors, from the forwarder's Options
 }
 
 // OpenState opens (creating if needed) the state directory dir and locks it. A torn tail of
@@ -154,12 +156,20 @@ func (s *State) setGone(g *GoneRecord) error {
 	return nil
 }
 
+// compare orders two cursors of the log, as the forwarder's Options.Compare does.
+func (s *State) compare(a, b string) int {
+	if s.order != nil {
+		return s.order(a, b)
+	}
+	return cursor.CompareText(a, b)
+}
+
 // entries returns the events in the retry store, and the events settled after the checkpoint.
 func (s *State) entries() (live []*entry, done map[string]bool) {
 	for _, e := range s.js.live {
 		live = append(live, e)
 	}
-	slices.SortFunc(live, func(a, b *entry) int { return cursor.CompareText(a.Cursor, b.Cursor) })
+	slices.SortFunc(live, func(a, b *entry) int { return s.compare(a.Cursor, b.Cursor) })
 	return live, maps.Clone(s.js.done)
 }
 
@@ -209,7 +219,7 @@ const compactMin = 1 << 20
 // it holds.
 func (s *State) checkpointed(w string) error {
 	for c := range s.js.done {
-		if cursor.CompareText(c, w) <= 0 {
+		if s.compare(c, w) <= 0 {
 			delete(s.js.done, c)
 		}
 	}
@@ -235,7 +245,7 @@ func (s *State) compact() error {
 	for c := range s.js.done {
 		done = append(done, c)
 	}
-	slices.SortFunc(done, cursor.CompareText)
+	slices.SortFunc(done, s.compare)
 	for _, c := range done {
 		if buf, err = appendRecord(buf, &record{Op: opDone, Cursor: c}); err != nil {
 			return fmt.Errorf("state: %w", err)
