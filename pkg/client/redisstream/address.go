@@ -11,8 +11,8 @@ import (
 
 // Address is where a stream is: redis://[USER[:PASSWORD]@]HOST[:PORT][/DB]/STREAM, or
 // rediss:// for TLS. PORT defaults to 6379, DB to 0. STREAM is the key, percent-encoded
-// where it holds characters a URL path cannot ("/" as %2F when a DB is not given and the key
-// starts with digits and a slash).
+// where it holds characters a URL path cannot; a key of digits alone, or that starts with
+// digits and a slash, needs the DB before it (redis://h/0/42), else it would read as one.
 type Address struct {
 	TLS      bool
 	User     string
@@ -73,6 +73,9 @@ func ParseAddress(s string) (Address, error) {
 	path := strings.TrimPrefix(u.EscapedPath(), "/")
 	if path == "" {
 		return bad("no stream: the address ends with the stream's key, as in redis://localhost:6379/0/orders")
+	}
+	if allDigits(path) {
+		return bad("it names database %s but no stream: the address ends with the stream's key, as in redis://localhost:6379/%s/orders (a key of digits goes after the database)", path, path)
 	}
 	if db, rest, ok := strings.Cut(path, "/"); ok && db != "" && allDigits(db) {
 		n, err := strconv.Atoi(db)

@@ -19,6 +19,7 @@ func TestParseAddress(t *testing.T) {
 		{"REDIS://h/0/a%2Fb%20c", Address{Host: "h:6379", Stream: "a/b c"}, "redis://h:6379/0/a%2Fb%20c"},
 		{"redis://h/0/a/b", Address{Host: "h:6379", Stream: "a/b"}, "redis://h:6379/0/a%2Fb"},
 		{"redis://h/x/y", Address{Host: "h:6379", Stream: "x/y"}, "redis://h:6379/0/x%2Fy"},
+		{"redis://h/0/42", Address{Host: "h:6379", Stream: "42"}, "redis://h:6379/0/42"},
 		{"redis://[::1]:6379/2/s", Address{Host: "[::1]:6379", DB: 2, Stream: "s"}, "redis://[::1]:6379/2/s"},
 	} {
 		a, err := ParseAddress(c.in)
@@ -42,6 +43,7 @@ func TestParseAddressRefusals(t *testing.T) {
 	for _, c := range []struct{ in, msg string }{
 		{"redis://localhost:6379", "no stream"},
 		{"redis://localhost:6379/0/", "no stream"},
+		{"redis://localhost:6379/3", "it names database 3 but no stream"},
 		{"redis:///orders", "no host"},
 		{"redis://h:99999/0/s", `port "99999"`},
 		{"redis://h/0/s?tls=1", "a query"},

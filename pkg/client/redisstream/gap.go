@@ -110,6 +110,14 @@ type judgeIn struct {
 // judge says whether the stream goes on from p, by the rules above. The words of a gap
 // name the newest deletion; the page names the entries around it.
 func judge(in judgeIn) verdict {
+	v := judgeText(in)
+	if v.gap != nil && v.gap.After == "" {
+		v.gap.After = ID{}.String() // the stream's start: before every entry
+	}
+	return v
+}
+
+func judgeText(in judgeIn) verdict {
 	s, p := in.snap, in.p
 	madeUp := in.madeUp || in.pos == ""
 	switch {
