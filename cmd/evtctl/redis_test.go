@@ -6,11 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/evtctl/evtctl/internal/redistest"
+	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/client/redisstream"
 )
 
@@ -100,4 +102,25 @@ func compareCursors(a, b string) int {
 		return ia.Compare(ib)
 	}
 	return strings.Compare(a, b)
+}
+
+// TestInteractiveRedisTmux runs evtctl tail -i on a Redis stream in a tmux session and
+// checks the screen: testdata/tmux/tail_redis.sh says what.
+func TestInteractiveRedisTmux(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	srv := redistest.Start(t, redistest.Config{})
+	p, err := redisstream.NewProducer(srv.URL("orders"), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var events [][]byte
+	for i := 1; i <= 250; i++ {
+		events = append(events, fmt.Appendf(nil, `{"specversion":"1.0","id":"seed-%d","source":"openedx/lms/web","type":"org.openedx.learning.course.enrollment.created.v1","time":"2026-11-22T10:00:00Z","minorversion":0,"data_base64":"AAI="}`, i))
+	}
+	if _, err := p.Send(context.Background(), events); err != nil {
+		t.Fatal(err)
+	}
+	runTmuxScript(t, "tail_redis.sh", "STREAM="+srv.URL("orders"))
 }
