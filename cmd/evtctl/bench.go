@@ -96,6 +96,7 @@ the environment of the run.
   emit      evtctl emit --file of a million events, beside raw posts of the same batches
   pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
   jetstream a node on NATS JetStream beside the NATS Go client on the same server
+  redis     replay and tail of a Redis stream beside a plain go-redis reader
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
 latency send events, so they need an evtctl node. --embedded starts a node for the run.
@@ -109,7 +110,7 @@ Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)),
-		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)))
+		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)), newCmdBenchRedis(newOpts(streams)))
 	return cmd
 }
 
