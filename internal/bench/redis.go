@@ -141,6 +141,9 @@ func Redis(ctx context.Context, cfg RedisConfig) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if length == 0 {
+		return nil, fmt.Errorf("stream %q holds no entries on %s: nothing to replay (--entries N fills a new one)", key, addr.Host)
+	}
 	c, err := client.New(client.Options{Node: cfg.Stream, Token: cfg.Options.Token, CAFile: cfg.Options.CAFile, Insecure: cfg.Options.Insecure})
 	if err != nil {
 		return nil, err
