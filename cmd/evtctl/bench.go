@@ -99,6 +99,7 @@ the environment of the run.
   pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
   jetstream a node on NATS JetStream beside the NATS Go client on the same server
   attack    honest producers and a reader while clients try to shut them out
+  redis     replay and tail of a Redis stream beside a plain go-redis reader
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
 latency send events, so they need an evtctl node — except latency against a CometBFT node,
@@ -115,7 +116,8 @@ Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newCmdBenchIngest(newOpts(streams)), newCmdBenchLatency(newOpts(streams)), newCmdBenchReplay(newOpts(streams)), newCmdBenchPollers(newOpts(streams)),
-		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)), newCmdBenchAttack(newOpts(streams)))
+		newCmdBenchEmit(newOpts(streams)), newCmdBenchJetStream(newOpts(streams)), newCmdBenchAttack(newOpts(streams)),
+		newCmdBenchRedis(newOpts(streams)))
 	return cmd
 }
 

@@ -137,6 +137,11 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "emit", "--runs", "0"}, "--events and --runs must be at least 1"},
 		{[]string{"bench", "emit", "--event-size", "70000"}, "--event-size must be at most 65536"},
 		{[]string{"bench", "emit", "--memory"}, "--memory configures the node of --embedded"},
+		{[]string{"bench", "redis"}, "--redis is required"},
+		{[]string{"bench", "redis", "--redis", "redis://127.0.0.1:1/0"}, "--redis: invalid Redis stream address"},
+		{[]string{"bench", "redis", "--redis", "http://127.0.0.1:1/s"}, "--redis: invalid Redis stream address"},
+		{[]string{"bench", "redis", "--redis", "redis://127.0.0.1:1/0/s", "--runs", "0"}, "--page-size, --runs and --rate must be above 0"},
+		{[]string{"bench", "redis", "--redis", "redis://127.0.0.1:1/0/s", "--entry-size", "100"}, "--entry-size must be above 214"},
 	} {
 		code, _, stderr := runBenchCLI(t, context.Background(), false, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

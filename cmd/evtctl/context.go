@@ -184,7 +184,7 @@ func runContextAdd(ctx context.Context, opts *contextAddOptions) error {
 	if f.CurrentContext == opts.Name {
 		cur = " (current)"
 	}
-	fmt.Fprintf(opts.streams.ErrOut, "added context %q for %s%s to %s\n", opts.Name, node, cur, path)
+	fmt.Fprintf(opts.streams.ErrOut, "added context %q for %s%s to %s\n", opts.Name, client.Redact(node), cur, path)
 	return nil
 }
 
@@ -282,7 +282,7 @@ func newCmdContextList(streams *iostreams.IOStreams) *cobra.Command {
 			views := make([]contextView, 0, len(f.Contexts))
 			for _, n := range f.Names() {
 				c := f.Contexts[n]
-				views = append(views, contextView{Name: n, Current: n == f.CurrentContext, Node: c.Node,
+				views = append(views, contextView{Name: n, Current: n == f.CurrentContext, Node: client.Redact(c.Node), // a password in it is a secret
 					Token: c.Token != "", IngestToken: c.IngestToken != "", CAFile: c.CAFile, Insecure: c.Insecure})
 			}
 			if config.TooOpen(path, f) {
@@ -356,7 +356,7 @@ func completeContextNames(cmd *cobra.Command, args []string, toComplete string) 
 	var out []string
 	for _, n := range f.Names() {
 		if strings.HasPrefix(n, toComplete) {
-			out = append(out, n+"\t"+f.Contexts[n].Node)
+			out = append(out, n+"\t"+client.Redact(f.Contexts[n].Node))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

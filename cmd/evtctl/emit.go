@@ -109,6 +109,13 @@ gives one; any other reply is final and the receiver's reason is printed; 410 Go
 and 308 redirects are followed (at most 5); the token and the -H headers are not sent on to
 another origin, and a redirect from https to http is refused.
 
+--to redis://HOST:PORT/DB/STREAM (rediss:// for TLS; a password in the address or in
+--token) adds each event to a Redis stream as an entry, as the Open edX event bus writes one:
+fields type, id, source, time, minorversion, sourcehost and sourcelib, the event's other
+attributes, then event_data, its data as bytes; --batch-size of them (default 100) in one
+transaction, or one at a time with --rate. evtctl tail and replay read such entries back as
+the events.
+
 With --spool DIR every event is written durably to DIR before any is sent, and taken out once
 delivered: an interrupted emit or a node that is down loses nothing, and the last message says
 how many events wait; --flush DIR sends them (and what earlier runs left, which a --spool run
@@ -130,7 +137,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	}
 	f := cmd.Flags()
 	opts.node.addFlags(f)
-	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver instead of a node")
+	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver, or add entries to this Redis stream (redis://…), instead of a node")
 	f.StringVar(&opts.Type, "type", "", "event type, e.g. org.openedx.learning.course.enrollment.created.v1")
 	f.StringVar(&opts.Source, "source", "", "event source (URI-reference), e.g. /openedx/lms/web")
 	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
@@ -196,6 +203,11 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.To != "" && cmd.Flags().Changed("node") {
 		return usagef("--to and --node choose the target: give one")
+	}
+	if redisTarget(o.To) {
+		if err := o.checkRedisFlags(cmd); err != nil {
+			return err
+		}
 	}
 	if o.Signal != "" {
 		u, err := targetURL(o.Signal)
@@ -451,7 +463,7 @@ type emitResult struct {
 	ID        string `json:"id"`
 	Cursor    string `json:"cursor,omitempty"`
 	Duplicate bool   `json:"duplicate,omitempty"`
-	Status    int    `json:"status"`
+	Status    int    `json:"status,omitempty"` // HTTP's; none for a Redis stream
 }
 
 // runSignals sends Evented API signals made from the flags.
@@ -532,6 +544,9 @@ func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 	if opts.Signal != "" {
 		return nil, runSignals(ctx, opts)
 	}
+	if redisTarget(opts.To) {
+		return runEmitRedis(ctx, opts)
+	}
 	s, err := opts.sender()
 	if err != nil {
 		return nil, err
@@ -593,7 +608,10 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
 			e.out.Write(append(b, '\n'))
 		} else {
-			line := fmt.Sprintf("sent %s (%d)", id, r.Status)
+			line := "sent " + id
+			if r.Status != 0 {
+				line += fmt.Sprintf(" (%d)", r.Status)
+			}
 			if r.Cursor != "" {
 				line += " at " + r.Cursor
 			}
@@ -820,6 +838,9 @@ func (e *emitter) notSent() string {
 // reason; 410 Gone.
 func (e *emitter) failure(err error) error {
 	toNode := e.opts.To == ""
+	if e.s == nil {
+		return err // a Redis stream: its source words its failures
+	}
 	if ce := deliveryContact(err, toNode, e.opts.node.resolved, e.s.Where()); ce != nil {
 		return ce
 	}

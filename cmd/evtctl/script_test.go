@@ -359,7 +359,7 @@ func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
 		if c == "" {
 			ts.Fatalf("line %d has no cursor: %q", i+1, line)
 		}
-		if prev != "" && ((!desc && c <= prev) || (desc && c >= prev)) {
+		if prev != "" && ((!desc && compareCursors(c, prev) <= 0) || (desc && compareCursors(c, prev) >= 0)) {
 			ts.Fatalf("line %d: cursor %s out of order after %s", i+1, c, prev)
 		}
 		prev = c

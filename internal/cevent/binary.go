@@ -123,17 +123,37 @@ func decodeBinary(h http.Header, body []byte, lim Limits) (Event, *Error) {
 }
 
 // binaryForm is how a binding carries attributes: in HTTP, percent-encoded ce- headers
-// and Content-Type; in Kafka, ce_ headers taken as they are and content-type.
+// and Content-Type; in Kafka, ce_ headers taken as they are and content-type; in a Redis
+// stream entry, plain fields named as the attributes, datacontenttype among them.
 type binaryForm struct {
 	decode bool // read values as the HTTP binding asks (see DecodeBinary)
 	// ordered: the headers come in an order of their own (Kafka's), which decides which
 	// of several errors is reported; HTTP headers are a map, so they are sorted first.
 	ordered bool
-	prefix  string // of the attribute headers, for messages
-	ctName  string // the header that carries datacontenttype, for messages
+	// fields: the attributes are plain fields (implies ordered): datacontenttype is one of
+	// them, specversion may be absent (for 1.0), and messages name fields.
+	fields bool
+	prefix string // of the attribute headers, for messages
+	ctName string // the header that carries datacontenttype, for messages
 }
 
-var httpForm = binaryForm{decode: true, prefix: "ce-", ctName: "Content-Type"}
+var (
+	httpForm  = binaryForm{decode: true, prefix: "ce-", ctName: "Content-Type"}
+	fieldForm = binaryForm{ordered: true, fields: true, ctName: "field datacontenttype"}
+)
+
+// where names the header or field that carries attribute name, for messages.
+func (f binaryForm) where(name string) string {
+	if f.fields {
+		return "field " + name
+	}
+	return "header " + f.prefix + name
+}
+
+// twice is a field given twice.
+func twice(name string) *Error {
+	return invalid("field %s is given twice; a CloudEvents attribute takes exactly one value", name)
+}
 
 // binaryMemo remembers the last values that passed the more expensive checks, for a
 // decoder that reads many events of one producer.
@@ -165,15 +185,22 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 	for i := range hs {
 		hd := &hs[i]
 		if hd.n > 1 {
-			return nil, Event{}, invalid("header %s is given %d times; a CloudEvents attribute takes exactly one value", hd.key, hd.n)
+			what := "header"
+			if form.fields {
+				what = "field"
+			}
+			return nil, Event{}, invalid("%s %s is given %d times; a CloudEvents attribute takes exactly one value", what, hd.key, hd.n)
 		}
 		if !form.ordered && i > 0 && hs[i-1].name == hd.name {
 			return nil, Event{}, invalid("headers %s and %s both set attribute %q", hs[i-1].key, hd.key, hd.name)
 		}
 		switch {
-		case hd.name == "datacontenttype":
+		case hd.name == "datacontenttype" && !form.fields:
 			return nil, Event{}, invalid("header %s is not allowed in binary mode: datacontenttype is carried by %s", hd.key, form.ctName)
 		case hd.name == "data" || !validAttrName(hd.name):
+			if form.fields {
+				return nil, Event{}, invalid("field %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key)
+			}
 			return nil, Event{}, invalid("header %s: %q is not a valid attribute name; names must consist of lower-case letters a-z and digits 0-9, and must not be \"data\"", hd.key, hd.name)
 		}
 		v := hd.value
@@ -194,7 +221,17 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			exts = append(exts, *hd)
 			continue
 		}
+		if kind == kDatacontenttype { // a field: the data's media type
+			if hasCT {
+				return nil, Event{}, twice(hd.key)
+			}
+			ct, hasCT = v, true
+			continue
+		}
 		if set[kind] { // ordered headers only: sorted ones were checked above
+			if form.fields {
+				return nil, Event{}, twice(hd.key)
+			}
 			return nil, Event{}, invalid("headers %s and %s both set attribute %q", keys[kind], hd.key, hd.name)
 		}
 		attrs[kind], raws[kind], keys[kind], set[kind] = v, raw, hd.key, true
@@ -203,12 +240,18 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		slices.SortFunc(exts, byNameKey)
 		for i := 1; i < len(exts); i++ {
 			if exts[i-1].name == exts[i].name {
+				if form.fields {
+					return nil, Event{}, twice(exts[i].key)
+				}
 				return nil, Event{}, invalid("headers %s and %s both set attribute %q", exts[i-1].key, exts[i].key, exts[i].name)
 			}
 		}
 	}
 
 	// Validate in the same order as the structured decoder.
+	if !set[kSpecversion] && form.fields {
+		attrs[kSpecversion], set[kSpecversion] = "1.0", true
+	}
 	if !set[kSpecversion] {
 		return nil, Event{}, invalid("missing required attribute \"specversion\" (header %sspecversion)", form.prefix)
 	}
@@ -217,7 +260,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 	}
 	for _, k := range [...]int{kID, kSource, kType} {
 		if !set[k] {
-			return nil, Event{}, invalid("missing required attribute %q (header %s%s)", kindName[k], form.prefix, kindName[k])
+			return nil, Event{}, invalid("missing required attribute %q (%s)", kindName[k], form.where(kindName[k]))
 		}
 	}
 	check := func(k int, f func(string) *Error) *Error {
@@ -233,7 +276,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			return nil, Event{}, err
 		}
 		if memo != nil {
-			memo.source = attrs[kSource]
+			memo.source = strings.Clone(attrs[kSource]) // the value may lie in memory the caller reuses
 		}
 	}
 	if err := check(kType, nonEmpty("type")); err != nil {
@@ -264,7 +307,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			return nil, Event{}, err
 		}
 		if memo != nil {
-			memo.ct, memo.ctParams = ct, ctParams
+			memo.ct, memo.ctParams = strings.Clone(ct), ctParams
 		}
 	}
 	if set[kDataschema] && (memo == nil || attrs[kDataschema] != memo.schema || memo.schema == "") {
@@ -272,7 +315,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			return nil, Event{}, err
 		}
 		if memo != nil {
-			memo.schema = attrs[kDataschema]
+			memo.schema = strings.Clone(attrs[kDataschema])
 		}
 	}
 
@@ -356,7 +399,7 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		start := len(out)
 		// The scanner validates (writing a compact copy, which is dropped:
 		// the body is stored as it is).
-		s := scanner{in: body, out: out}
+		s := scanner{in: body, out: out, quiet: !hasCT} // without a content type, a failure only means "not JSON"
 		if keys != nil {
 			s.keys = (*keys)[:0]
 			defer func() { *keys = s.keys[:0] }() // for the next event
@@ -539,4 +582,46 @@ func unhex(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// Field is an attribute given as a plain string: one field of a Redis stream entry.
+type Field struct{ Name, Value string }
+
+// A FieldEncoder encodes events whose attributes come as plain strings (see Append). It
+// remembers the last values that passed the more expensive checks, as a batch's decoder
+// does: the events of one stream mostly share them. The zero value is ready to use, with
+// the default Limits; it is not safe for concurrent use.
+type FieldEncoder struct {
+	Limits Limits
+	memo   binaryMemo
+}
+
+// Append appends to dst the CloudEvent in the JSON format whose attributes are fields and
+// whose data is data, and returns the grown dst and the event, whose JSON lies in the
+// appended bytes. It reads them as DecodeBinary reads ce- headers and a body, stores the
+// event in the same form (members in the same order; data JSON when there is no
+// datacontenttype and it is JSON, else data_base64), and differs in three ways: values are
+// taken as they are (nothing is percent-decoded or unquoted); specversion may be absent, for
+// 1.0; and a datacontenttype field is the data's media type, as Content-Type is in binary
+// mode. Names are case-sensitive. On error dst is returned as it was.
+func (e *FieldEncoder) Append(dst []byte, fields []Field, data []byte) ([]byte, Event, error) {
+	var store [16]ceHeader
+	hs := store[:0]
+	for _, f := range fields {
+		hs = append(hs, ceHeader{name: f.Name, key: f.Name, value: f.Value, n: 1})
+	}
+	if len(hs) == 0 {
+		return dst, Event{}, invalid("no attributes: a CloudEvent needs id, source and type")
+	}
+	out, ev, err := buildBinary(dst, hs, "", false, data, e.Limits.withDefaults(), fieldForm, &e.memo)
+	if err != nil {
+		return dst, Event{}, err
+	}
+	return out, ev, nil
+}
+
+// AppendFields is Append of a new FieldEncoder with limits lim.
+func AppendFields(dst []byte, fields []Field, data []byte, lim Limits) ([]byte, Event, error) {
+	e := FieldEncoder{Limits: lim}
+	return e.Append(dst, fields, data)
 }

@@ -44,14 +44,26 @@ type scanner struct {
 	// badString is set when scanString fails in strict mode because of
 	// a character CloudEvents strings must not contain (not a JSON error).
 	badString bool
+	// quiet: the caller only asks whether the input is JSON; every failure is errQuiet,
+	// whose message nobody reads, and costs no allocation to say.
+	quiet bool
 }
 
+// errQuiet is a quiet scanner's every error.
+var errQuiet = &Error{Status: 400, Index: -1, Msg: "invalid JSON"}
+
 func (s *scanner) errorf(format string, args ...any) *Error {
+	if s.quiet {
+		return errQuiet
+	}
 	return &Error{Status: 400, Index: -1, Msg: fmt.Sprintf(format, args...)}
 }
 
 // syntaxErr reports malformed JSON at the current position.
 func (s *scanner) syntaxErr(what string) *Error {
+	if s.quiet {
+		return errQuiet
+	}
 	if s.pos >= len(s.in) {
 		return s.errorf("invalid JSON: unexpected end of input, %s", what)
 	}

@@ -1,9 +1,6 @@
 package deliver
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -116,102 +113,34 @@ type binaryRequest struct {
 // an evtctl node stored from a binary-mode request goes out with the body it
 // came with.
 func toBinary(event []byte, enc HeaderEncoding) (binaryRequest, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(event, &members); err != nil {
-		return binaryRequest{}, fmt.Errorf("decoding the event: %w", err)
+	attrs, body, err := cevent.SplitBinary(event)
+	if err != nil {
+		return binaryRequest{}, err
 	}
-	if members == nil {
-		return binaryRequest{}, fmt.Errorf("decoding the event: not a JSON object")
-	}
-	h := make(http.Header, len(members))
-	var ct string
-	hasCT := false
-	if raw, ok := members["datacontenttype"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &ct); err != nil {
-			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\": not a string")
+	h := make(http.Header, len(attrs))
+	for _, a := range attrs {
+		if a.Name != "datacontenttype" {
+			continue
 		}
-		if strings.ContainsAny(ct, "\r\n\x00") {
-			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\" %q contains a control character", ct)
+		if strings.ContainsAny(a.Value, "\r\n\x00") {
+			return binaryRequest{}, fmt.Errorf("attribute \"datacontenttype\" %q contains a control character", a.Value)
 		}
-		hasCT = true
-		h["Content-Type"] = []string{ct}
+		h["Content-Type"] = []string{a.Value}
 		if cevent.RequestMode(h, nil) != cevent.ModeBinary {
 			return binaryRequest{}, errFormatContentType
 		}
 	}
-	for name, raw := range members {
-		switch name {
-		case "datacontenttype", "data", "data_base64":
+	for _, a := range attrs {
+		if a.Name == "datacontenttype" {
 			continue
 		}
-		if !cevent.ValidAttributeName(name) {
-			return binaryRequest{}, fmt.Errorf("member %q is not a valid CloudEvents attribute name and cannot be sent as a ce- header", name)
-		}
-		v, ok, err := attrString(raw)
+		hv, err := enc.headerValue(a.Value)
 		if err != nil {
-			return binaryRequest{}, fmt.Errorf("attribute %q: %w", name, err)
+			return binaryRequest{}, fmt.Errorf("attribute %q: %w; send it percent-encoded or in structured mode", a.Name, err)
 		}
-		if ok {
-			hv, err := enc.headerValue(v)
-			if err != nil {
-				return binaryRequest{}, fmt.Errorf("attribute %q: %w; send it percent-encoded or in structured mode", name, err)
-			}
-			h[http.CanonicalHeaderKey("ce-"+name)] = []string{hv}
-		}
-	}
-	var body []byte
-	data, hasData := members["data"]
-	data64, hasData64 := members["data_base64"]
-	switch {
-	case hasData && hasData64 && !isNull(data) && !isNull(data64):
-		return binaryRequest{}, fmt.Errorf("the event has both \"data\" and \"data_base64\"")
-	case hasData64 && !isNull(data64):
-		var s string
-		if err := json.Unmarshal(data64, &s); err != nil {
-			return binaryRequest{}, fmt.Errorf("member \"data_base64\": not a string")
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return binaryRequest{}, fmt.Errorf("member \"data_base64\": %w", err)
-		}
-		body = b
-	case hasData && !isNull(data):
-		body = cevent.DataText(event, data)
-		// A JSON string under a non-JSON content type is the data's text.
-		if hasCT && !cevent.IsJSONMediaType(ct) && data[0] == '"' {
-			var s string
-			if err := json.Unmarshal(data, &s); err != nil {
-				return binaryRequest{}, fmt.Errorf("member \"data\": %w", err)
-			}
-			body = []byte(s)
-		}
+		h[http.CanonicalHeaderKey("ce-"+a.Name)] = []string{hv}
 	}
 	return binaryRequest{header: h, body: body}, nil
-}
-
-// attrString returns the header form of an attribute's JSON value: a
-// string's text, or the literal of a number or boolean. A null means the
-// attribute is absent (ok false).
-func attrString(raw json.RawMessage) (s string, ok bool, err error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || isNull(raw) {
-		return "", false, nil
-	}
-	switch raw[0] {
-	case '"':
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", false, err
-		}
-		return s, true, nil
-	case '{', '[':
-		return "", false, fmt.Errorf("a JSON object or array is not a CloudEvents attribute value")
-	default: // number, true, false
-		return string(raw), true, nil
-	}
-}
-
-func isNull(raw json.RawMessage) bool {
-	return string(bytes.TrimSpace(raw)) == "null"
 }
 
 // Encode returns the headers and body of the request that carries one event (a CloudEvent

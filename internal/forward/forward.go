@@ -72,7 +72,8 @@ func (e Event) position() string {
 type Options struct {
 	Target Target
 	// Order orders the log's cursors and positions (the client's Compare); nil orders
-	// them as the events method's cursors are ordered.
+	// them as the events method's cursors are ordered. The retry queue and the journal
+	// (which keeps the outcomes of events after the checkpoint) go by it.
 	Order func(a, b string) int
 	// Delays are the retry tiers' maturity delays: an event that failed n times waits
 	// Delays[n-1] (the last one once n is past the list). Nil means DefaultDelays.

@@ -2,9 +2,11 @@ package forward
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,45 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCheckpointedKeepsLaterOutcomes: outcomes of events after the checkpoint stay in the
+// journal, whatever form the log's cursors take. A Redis stream's entry ids order by
+// number, ms then seq (1795862194383-10 before 1795862194384-0), which neither text order
+// nor length does: dropping the record of …384-0 at a checkpoint at …383-10 would deliver
+// that event again after a crash.
+func TestCheckpointedKeepsLaterOutcomes(t *testing.T) {
+	st, err := OpenState(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// The forwarder orders the journal's cursors as the log does.
+	if _, err := New(Options{Target: Target{URL: "http://127.0.0.1:1/"}, State: st, Checkpoint: func(string) error { return nil }, Order: compareIDs}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"1795862194383-9", "1795862194383-10", "1795862194384-0", "1795862194384-1"}
+	var recs []*record
+	for _, c := range ids {
+		recs = append(recs, &record{Op: opDone, Cursor: c})
+	}
+	must(t, st.append(recs, true))
+	must(t, st.checkpointed("1795862194383-10"))
+	_, done := st.entries()
+	if len(done) != 2 || !done["1795862194384-0"] || !done["1795862194384-1"] {
+		t.Fatalf("outcomes kept after the checkpoint: %v", done)
+	}
+}
+
+// compareIDs orders Redis entry ids: ms, then seq, by number.
+func compareIDs(a, b string) int {
+	num := func(s string) (uint64, uint64) {
+		ms, seq, _ := strings.Cut(s, "-")
+		m, _ := strconv.ParseUint(ms, 10, 64)
+		q, _ := strconv.ParseUint(seq, 10, 64)
+		return m, q
+	}
+	am, as := num(a)
+	bm, bs := num(b)
+	return cmp.Or(cmp.Compare(am, bm), cmp.Compare(as, bs))
 }

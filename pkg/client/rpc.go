@@ -415,8 +415,8 @@ func (c *rpcNode) firstContact(err error) error {
 }
 
 // Retryable reports whether an error from Events is worth retrying: transport failures,
-// 5xx, 429 and a busy node. A bad query, a bad cursor, a refused token and a
-// *ContactError (a node that has not answered yet and cannot be used) are not.
+// 5xx, 429 and a busy node. A bad query, a bad cursor, a refused token, a *ContactError (a
+// node that has not answered yet and cannot be used) and a *FinalError are not.
 func Retryable(err error) bool {
 	var ce *ContactError
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
@@ -432,11 +432,20 @@ func Retryable(err error) bool {
 	}
 	var de *DecodeError
 	var qe *QueryError
-	if errors.As(err, &de) || errors.As(err, &qe) {
+	var fe *FinalError
+	if errors.As(err, &de) || errors.As(err, &qe) || errors.As(err, &fe) {
 		return false
 	}
 	return true // transport errors: refused, reset, EOF, timeouts
 }
+
+// FinalError is a failure that a source knows waiting will not mend (a refused password,
+// a key of another type, a server that lacks what the source needs): Retryable reports
+// false for it. Its message is Err's.
+type FinalError struct{ Err error }
+
+func (e *FinalError) Error() string { return e.Err.Error() }
+func (e *FinalError) Unwrap() error { return e.Err }
 
 // DecodeError is a reply that could not be understood.
 type DecodeError struct {

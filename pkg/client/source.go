@@ -99,6 +99,10 @@ func (p *Page) Release() {
 	}
 }
 
+// OnRelease makes f what Release does: a source that reuses a page's memory (see
+// PageRequest.Reuse) takes it back in f.
+func (p *Page) OnRelease(f func()) { p.release = f }
+
 // PosOf is the position right after an item: where a reader stands once it has handled it.
 func PosOf(it Item) string {
 	if it.Pos != "" {

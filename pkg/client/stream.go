@@ -88,14 +88,14 @@ func (c *Client) atRetry(ctx context.Context, t time.Time, b Backoff, onRetry Re
 type Gap struct {
 	Kind   GapKind
 	After  string
-	Oldest string // the log's oldest item now; "" when it holds none
+	Oldest string // the log's oldest item now, or the item that follows a loss within the log; "" when none is left
 	Newest string // the log's newest item now, or the newest it ever held when it holds none
 	// Lost is how many events were lost (GapLost), where the sequence numbers tell it:
 	// modulo 65536 on a Tendermint node; 0 when they do not.
 	Lost uint64
-	// Detail says what was lost in the log's own terms, where its source can say more than
+	// Detail says what happened in the log's own terms, where its source can say more than
 	// the cursors do ("heights 12 to 40 are no longer served", "partition 2: offsets 100
-	// to 199"); "" when it cannot.
+	// to 199"); "" when it cannot. String says it, whatever the kind.
 	Detail string
 }
 
@@ -126,12 +126,18 @@ func (g *Gap) NotOfLog() bool { return g.Kind == GapPastNewest || g.Kind == GapO
 func (g *Gap) String() string {
 	switch g.Kind {
 	case GapRestarted:
+		if g.Detail != "" {
+			return fmt.Sprintf("the log started again after cursor %s: %s", g.After, g.Detail)
+		}
 		start := "starts again at " + g.Oldest
 		if g.Oldest == "" {
 			start = "holds no events yet"
 		}
 		return fmt.Sprintf("the node restarted; its log %s, and the events it held after cursor %s, if any, are gone (or that cursor is of another node's log)", start, g.After)
 	case GapPastNewest, GapOutOfOrder:
+		if g.Detail != "" {
+			return fmt.Sprintf("cursor %s is not of this node's log, or the log went back: %s", g.After, g.Detail)
+		}
 		return fmt.Sprintf("cursor %s is not of this node's log, or the log went back: %s", g.After, g.notOfLogDetail())
 	}
 	lost := ""

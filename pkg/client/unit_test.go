@@ -174,6 +174,8 @@ func TestRetryable(t *testing.T) {
 		{&ContactError{Kind: NoNode, Err: opErr}, false},
 		{io.EOF, true},
 		{io.ErrUnexpectedEOF, true},
+		{&FinalError{Err: errors.New("WRONGPASS invalid username-password pair")}, false},
+		{fmt.Errorf("reading the stream: %w", &FinalError{Err: io.EOF}), false},
 		{fmt.Errorf("cannot reach the node: %w", opErr), true},
 		{errors.New("connection reset by peer"), true},
 	} {
