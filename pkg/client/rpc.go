@@ -412,11 +412,16 @@ func (c *rpcNode) firstContact(err error) error {
 
 // Retryable reports whether an error from Events is worth retrying: transport failures,
 // 5xx, 429 and a busy node. A bad query, a bad cursor, a refused token and a
-// *ContactError (a node that has not answered yet and cannot be used) are not.
+// *ContactError (a node that has not answered yet and cannot be used) are not. An error of
+// a source that has a method Retryable() bool says for itself.
 func Retryable(err error) bool {
 	var ce *ContactError
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
 		return false
+	}
+	var own interface{ Retryable() bool }
+	if errors.As(err, &own) {
+		return own.Retryable()
 	}
 	var he *HTTPError
 	if errors.As(err, &he) {

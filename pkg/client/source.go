@@ -99,6 +99,10 @@ func (p *Page) Release() {
 	}
 }
 
+// OnRelease sets what Release does once: a source that made the page's items in memory it
+// reuses (PageRequest.Reuse) gives that memory back there.
+func (p *Page) OnRelease(f func()) { p.release = f }
+
 // PosOf is the position right after an item: where a reader stands once it has handled it.
 func PosOf(it Item) string {
 	if it.Pos != "" {
