@@ -25,6 +25,10 @@ type Options struct {
 	CAFile    string // PEM bundle of CAs to trust for TLS, beside the system pool
 	Insecure  bool   // skip TLS certificate verification
 	UserAgent string
+	// Settings are settings of the log's source by the names it gives them (a Kafka
+	// topic's security.protocol, sasl.username, …), as a context keeps them for its node;
+	// options written in the node's address win over them.
+	Settings map[string]string
 	// HTTPClient replaces the default client (tests); its timeout must exceed the longest wait.
 	HTTPClient *http.Client
 	// OnDetect is told, once, what an HTTP node turned out to be when it is not a node of

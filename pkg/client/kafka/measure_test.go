@@ -199,14 +199,12 @@ func readEvtctl(addr string, pageMax int) (int, error) {
 	ctx := context.Background()
 	n, after := 0, ""
 	for {
-		p, err := s.Page(ctx, kafka.PageRequest{After: after, Max: pageMax, Reuse: true})
+		p, err := s.Page(ctx, client.PageRequest{After: after, Max: pageMax, Reuse: true})
 		if err != nil {
 			return n, err
 		}
-		for _, it := range p.Items {
-			if err := r.Item(client.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data, Raw: it.Raw}); err != nil {
-				return n, err
-			}
+		if err := r.Items(p.Items); err != nil {
+			return n, err
 		}
 		n += len(p.Items)
 		after = p.Next
@@ -278,7 +276,7 @@ func BenchmarkItemOfRecord(b *testing.B) {
 		if !ok {
 			b.Fatal("no item")
 		}
-		if err := r.Item(client.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data, Raw: it.Raw}); err != nil {
+		if err := r.Item(it); err != nil {
 			b.Fatal(err)
 		}
 		i++
