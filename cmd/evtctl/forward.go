@@ -243,6 +243,9 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		if err := opts.startAt(&start); err != nil {
 			return err
 		}
+		if err := checkPosition(c, "--from", start.After); err != nil {
+			return err
+		}
 	}
 	paths := opts.paths()
 	errOut := opts.streams.ErrOut

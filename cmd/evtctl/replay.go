@@ -98,7 +98,12 @@ func (opts *replayOptions) resolve() (query string, from, to client.Position, c 
 	if to, err = parsePosition("--to", opts.To, now); err != nil {
 		return
 	}
-	c, err = opts.node.client(opts.streams)
+	if c, err = opts.node.client(opts.streams); err != nil {
+		return
+	}
+	if err = checkPosition(c, "--from", from.Cursor); err == nil {
+		err = checkPosition(c, "--to", to.Cursor)
+	}
 	return
 }
 

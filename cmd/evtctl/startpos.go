@@ -70,6 +70,11 @@ func loadCheckpoint(ctx context.Context, c *client.Client, path string, b client
 	if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
 		return cp, false, fmt.Errorf("checkpoint %s: %q is not a cursor", path, cp.Cursor)
 	}
+	if cp.Cursor != "" {
+		if err := c.CheckPosition(cp.Cursor); err != nil {
+			return cp, false, &statusError{exitNotOfLog, fmt.Errorf("checkpoint %s is not of this log: %w", path, err)}
+		}
+	}
 	if len(cp.Log) > 0 {
 		// What the node is must be known before its log can be told from another.
 		if _, err := c.Head(ctx, b, onRetry); err != nil {

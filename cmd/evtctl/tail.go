@@ -135,7 +135,10 @@ func (opts *tailOptions) resolve() (query string, from client.Position, c *clien
 		}
 		from = client.Position{Time: t}
 	}
-	c, err = opts.node.client(opts.streams)
+	if c, err = opts.node.client(opts.streams); err != nil {
+		return
+	}
+	err = checkPosition(c, "--after", from.Cursor)
 	return
 }
 
