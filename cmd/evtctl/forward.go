@@ -28,6 +28,7 @@ type forwardOptions struct {
 	streams *iostreams.IOStreams
 	node    nodeOptions
 	query   queryOptions
+	group   groupOption
 
 	To             string
 	From           string
@@ -112,6 +113,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	f.StringVar(&opts.To, "to", "", "the webhook to deliver to: an http(s) URL or host:port/path (required)")
 	f.StringVar(&opts.From, "from", "", "where to start without a checkpoint: start (the oldest event), a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration back (default: the head, only new events)")
 	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE and keep it updated (default DIR/checkpoint with --state)")
+	opts.group.addFlag(f)
 	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
 	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
 	enumVar(f, &opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: {values}", choice{name: "binary"}, choice{name: "structured"})
@@ -234,6 +236,9 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.group.open(c, opts.streams); err != nil {
+		return err
+	}
 	delays, err := forward.ParseDelays(opts.RetryDelays)
 	if err != nil {
 		return usagef("--retry-delays: %v", err)
@@ -284,7 +289,12 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 	log := newLogNamer(ctx, c, cp.Log)
 	saveCheckpoint := func(cur string) error {
-		return cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Log: log.at(cur), Updated: time.Now().UTC()})
+		if paths.checkpoint != "" {
+			if err := cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Log: log.at(cur), Updated: time.Now().UTC()}); err != nil {
+				return err
+			}
+		}
+		return opts.group.update(ctx, cur)
 	}
 	switch {
 	case haveCP:
@@ -322,7 +332,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if opts.Sync == "checkpoint" {
 		fo.Sync = forward.SyncCheckpoint
 	}
-	if paths.checkpoint != "" {
+	if paths.checkpoint != "" || opts.group.Name != "" {
 		fo.Checkpoint = saveCheckpoint
 	}
 	rep := newForwardReporter(opts)
@@ -383,6 +393,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		// may have seen them end first. The reader's reason is the result.
 		err = cause
 	}
+	err = opts.group.finish(ctx, err)
 	rep.summary(st, paths.deadLetter)
 	var (
 		ge *forward.GoneError

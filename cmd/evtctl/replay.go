@@ -19,6 +19,7 @@ type replayOptions struct {
 	query   queryOptions
 	output  outputOptions
 	ui      interactiveOptions
+	group   groupOption
 
 	From     string
 	To       string
@@ -63,6 +64,9 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
 				return err
 			}
+			if err := opts.group.check(opts.ui.on(&opts.output), opts.Reverse); err != nil {
+				return err
+			}
 			return runReplay(cmd.Context(), opts)
 		},
 	}
@@ -76,6 +80,7 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
+	opts.group.addFlag(f)
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
@@ -119,6 +124,9 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.group.open(c, opts.streams); err != nil {
+		return err
+	}
 	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
@@ -130,10 +138,10 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 			return err
 		}
 		prog.add(len(items))
-		return nil
+		return opts.group.update(ctx, strings.Clone(client.PosOf(items[len(items)-1])))
 	})
 	prog.done()
-	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
+	return opts.group.finish(ctx, opts.node.explain(streamResult(ctx, opts.query.refused(err))))
 }
 
 // progress shows a running count of things (a singular noun: "event") on stderr, only when stderr is a terminal, and a last
