@@ -826,7 +826,7 @@ func (h *retryHeap) Less(i, j int) bool {
 	return h.order(h.ds[i].cursor, h.ds[j].cursor) < 0
 }
 func (h *retryHeap) Swap(i, j int) { h.ds[i], h.ds[j] = h.ds[j], h.ds[i] }
-func (h *retryHeap) Push(x any)   { h.ds = append(h.ds, x.(*delivery)) }
+func (h *retryHeap) Push(x any)    { h.ds = append(h.ds, x.(*delivery)) }
 func (h *retryHeap) Pop() any {
 	d := h.ds[len(h.ds)-1]
 	h.ds[len(h.ds)-1] = nil
