@@ -23,6 +23,8 @@ type forward struct {
 	queued   int             // bytes in the queues
 	assigned int             // partitions 0..assigned-1 are added to the consumer
 	checked  time.Time       // when the partition count was last looked at
+	batch    batch           // the records of a page whose items are built after they are taken
+	decs     []*decoder      // more decoders, for building on several cores
 }
 
 // forwardPage serves a forward page.
@@ -75,8 +77,16 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 	items := make([]client.Item, 0, min(r.Max, 1024))
 	mem := &arena{reuse: r.Reuse}
 	f.dec.mem = mem
+	// Without a filter every record is an item: the records are taken first, and their
+	// items built after, on several cores when there are many (see build).
+	var later *batch
+	if m.all {
+		later = &f.batch
+		later.reset()
+	}
+	n := 0 // the items of the page
 	starved, waitedOut := f.starved(inRange), false
-	for len(items) < r.Max {
+	for n < r.Max {
 		p := f.next(through)
 		if f.queued > maxQueued {
 			// Partitions far apart in time: waiting for one would keep the others' records
@@ -85,7 +95,7 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 		}
 		if p < 0 || starved && !waitedOut {
 			behind := f.behind(inRange)
-			blocking := wctx.Err() == nil && (starved || len(items) == 0 && (r.Wait > 0 || behind))
+			blocking := wctx.Err() == nil && (starved || n == 0 && (r.Wait > 0 || behind))
 			got, err := s.poll(ctx, wctx, blocking, &gap, r.After)
 			if err != nil {
 				return nil, err
@@ -99,7 +109,7 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 			case p >= 0:
 				waitedOut = true
 				continue
-			case len(items) == 0 && r.Wait <= 0 && behind && ctx.Err() == nil:
+			case n == 0 && r.Wait <= 0 && behind && ctx.Err() == nil:
 				return nil, errStuck
 			}
 			break
@@ -121,13 +131,32 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 		if rec.Attrs.IsControl() {
 			continue
 		}
+		if later != nil {
+			later.add(rec, mem.text(f.pos))
+			n++
+			continue
+		}
 		b, ok := f.dec.build(rec, m)
 		if !ok {
 			continue
 		}
 		items = append(items, itemOf(b, mem.text(f.pos)))
+		n++
 	}
-	return s.forwardResult(items, gap, inRange, mem), nil
+	var more []*arena
+	if later != nil {
+		items, more = f.build(later, m, items, r.Reuse)
+	}
+	p := s.forwardResult(items, gap, inRange, mem)
+	if r.Reuse && len(more) > 0 {
+		p.OnRelease(func() {
+			mem.release()
+			for _, a := range more {
+				a.release()
+			}
+		})
+	}
+	return p, nil
 }
 
 // maxQueued bounds the bytes of fetched records a reader holds while it waits for a
