@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,7 +273,7 @@ func (s *Source) refresh(ctx context.Context) (marks, error) {
 		s.mmu.Unlock()
 		return marks{}, &TopicError{Node: s.node, Msg: fmt.Sprintf("topic %q was deleted and made again while it was read", s.cfg.Topic)}
 	}
-	s.marks = mk
+	s.marks = mk.clone() // note writes the source's copy while the caller reads its own
 	s.mmu.Unlock()
 	return mk, nil
 }
@@ -296,7 +297,12 @@ func fill(dst []int64, l kadm.ListedOffsets, topic string) error {
 func (s *Source) known() marks {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
-	return marks{id: s.marks.id, start: append([]int64(nil), s.marks.start...), end: append([]int64(nil), s.marks.end...), seen: s.marks.seen}
+	return s.marks.clone()
+}
+
+// clone is a copy of m that shares no memory with it.
+func (m marks) clone() marks {
+	return marks{id: m.id, start: slices.Clone(m.start), end: slices.Clone(m.end), seen: m.seen}
 }
 
 // note records a partition's start and end offsets as a fetch reported them.

@@ -802,3 +802,53 @@ func TestLargePages(t *testing.T) {
 		}
 	}
 }
+
+// TestBackwardBesideAFollowingTail: a terminal scrolls back again and again while its
+// tail follows records as they are written, on one source; every record reaches the
+// tail once (run with -race: the two share what the source knows of the log's bounds).
+func TestBackwardBesideAFollowingTail(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	k.topic("busy", 2)
+	fillTopic(t, k, "busy", 2, 5)
+	s := k.source("busy")
+	_, head, err := s.Bounds(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const more = 40
+	done := make(chan int, 1)
+	go func() {
+		got, after := 0, head
+		for got < more {
+			p, err := s.Page(ctxT(t), client.PageRequest{After: after, Max: 10, Wait: 5 * time.Second})
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			got += len(p.Items)
+			after = p.Next
+		}
+		done <- got
+	}()
+	go func() {
+		pr := k.client(manualPartitioner())
+		for i := range more {
+			if err := pr.ProduceSync(ctxT(t), oedxRecord("busy", int32(i%2), 100+i)).FirstErr(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case got := <-done:
+			if got != more {
+				t.Errorf("the tail got %d records, want %d", got, more)
+			}
+			return
+		default:
+		}
+		page(t, s, client.PageRequest{Backward: true, Max: 3})
+	}
+}
