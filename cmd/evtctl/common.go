@@ -50,7 +50,7 @@ type heldNotes struct {
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringVar(&o.Node, "node", "", "node URL or host:port (default $EVTCTL_NODE, the current context's, else http://"+defaultListen+")")
+	f.StringVar(&o.Node, "node", "", "node URL or host:port, or a Kafka topic kafka://BROKER[,BROKER…]/TOPIC[?OPTION=VALUE&…] (default $EVTCTL_NODE, the current context's, else http://"+defaultListen+")")
 	f.StringVar(&o.Token, "token", "", "bearer token for the node (default $EVTCTL_TOKEN, or the context's)")
 	f.StringVar(&o.CAFile, "ca-file", "", "PEM file of certificate authorities to trust for https (default $EVTCTL_CA_FILE, or the context's)")
 	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the node's TLS certificate (default $EVTCTL_INSECURE, or the context's)")
@@ -65,7 +65,9 @@ type nodeSettings struct {
 	IngestToken string // for sending events
 	CAFile      string
 	Insecure    bool
-	Context     string // the context that supplied settings, if any
+	// Options are the context's options for the node's source (a Kafka topic's).
+	Options map[string]string
+	Context string // the context that supplied settings, if any
 	// NodeFrom says where Node came from, for messages: "--node", "$EVTCTL_NODE",
 	// `context "prod"`, or "" for the default.
 	NodeFrom string
@@ -135,6 +137,7 @@ func (o *nodeOptions) settings() (nodeSettings, error) {
 	s.Token = firstNonEmpty(envToken, ctx.Token)
 	s.IngestToken = firstNonEmpty(envToken, os.Getenv("EVTCTL_INGEST_TOKEN"), ctx.IngestToken, ctx.Token)
 	s.CAFile = firstNonEmpty(o.CAFile, os.Getenv("EVTCTL_CA_FILE"), ctx.CAFile)
+	s.Options = ctx.Options()
 	switch v := os.Getenv("EVTCTL_INSECURE"); {
 	case o.flags != nil && o.flags.Changed("insecure"):
 		s.Insecure = o.Insecure
@@ -178,9 +181,9 @@ func (o *nodeOptions) client(streams *iostreams.IOStreams) (*client.Client, erro
 	if streams != nil {
 		onDetect = func(what string) { o.note(streams, "evtctl: "+safeText(what)+"\n") }
 	}
-	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString(), OnDetect: onDetect})
+	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, Settings: s.Options, UserAgent: "evtctl/" + versionString(), OnDetect: onDetect})
 	if err != nil {
-		return nil, usagef("%v", err) // the CA file
+		return nil, usagef("%v", err) // the CA file, a source's address or options
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,8 @@ func registerCompletions(cmd *cobra.Command) {
 			fn = e.complete
 		case fl.Name == "type" && cmd.Flags().Lookup("node") != nil:
 			fn = completeTypes
+		case fl.Name == "node" && cmd.Name() != "add":
+			fn = completeNodes
 		case fl.Name == "context" && cmd.Flags().Lookup("node") != nil:
 			fn = func(c *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 				return completeContextNames(c, nil, toComplete)
@@ -36,6 +39,25 @@ func registerCompletions(cmd *cobra.Command) {
 	for _, sub := range cmd.Commands() {
 		registerCompletions(sub)
 	}
+}
+
+// completeNodes offers the nodes of the configured contexts, and the schemes of the logs
+// evtctl reads (http://, https://, kafka://, …) for an address being typed.
+func completeNodes(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	if _, f, err := loadConfig(); err == nil {
+		for _, n := range f.Names() {
+			if node := f.Contexts[n].Node; strings.HasPrefix(node, toComplete) && !slices.Contains(out, node) {
+				out = append(out, node)
+			}
+		}
+	}
+	for _, s := range append([]string{"http", "https"}, client.Schemes()...) {
+		if p := s + "://"; strings.HasPrefix(p, toComplete) {
+			out = append(out, p)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 }
 
 // completeTypes offers the types of the newest events of the node the command line names,

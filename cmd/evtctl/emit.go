@@ -137,7 +137,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	}
 	f := cmd.Flags()
 	opts.node.addFlags(f)
-	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver, or add entries to this Redis stream (redis://…), instead of a node")
+	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver instead of a node, or write to a Kafka topic (kafka://BROKER[,BROKER…]/TOPIC) or a Redis stream (redis://HOST:PORT/DB/STREAM)")
 	f.StringVar(&opts.Type, "type", "", "event type, e.g. org.openedx.learning.course.enrollment.created.v1")
 	f.StringVar(&opts.Source, "source", "", "event source (URI-reference), e.g. /openedx/lms/web")
 	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
@@ -541,6 +541,12 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 // runEmit sends the events; it returns the emitter that did, which holds the counts, unless
 // it sent signals.
 func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
+	if cfg, ok, err := opts.kafkaTarget(); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return nil, runEmitKafka(ctx, opts, cfg)
+	}
 	if opts.Signal != "" {
 		return nil, runSignals(ctx, opts)
 	}

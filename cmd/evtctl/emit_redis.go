@@ -55,7 +55,7 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 	e := newEmitter(opts, nil)
 	defer e.closeOutput()
 	if opts.File == "" {
-		e.prog.total = max(opts.Count, 1)
+		e.prog.total = opts.total()
 	}
 	group := redisEntriesPerSend
 	if opts.BatchSize > 0 {
@@ -137,5 +137,8 @@ func describeNum(opts *emitOptions, n int) string {
 	if opts.File != "" {
 		return fmt.Sprintf("--file line %d", n)
 	}
-	return fmt.Sprintf("number %d of %d", n, max(opts.Count, 1))
+	if opts.total() == 0 {
+		return fmt.Sprintf("number %d", n)
+	}
+	return fmt.Sprintf("number %d of %d", n, opts.total())
 }

@@ -28,6 +28,7 @@ type forwardOptions struct {
 	node    nodeOptions
 	query   queryOptions
 	start   startOptions
+	group   groupOption
 
 	To             string
 	State          string
@@ -107,6 +108,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	opts.query.addFlags(f)
 	f.StringVar(&opts.To, "to", "", "the webhook to deliver to: an http(s) URL or host:port/path (required)")
 	opts.start.addFlags(f, "forward")
+	opts.group.addFlag(f)
 	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
 	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
 	enumVar(f, &opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: {values}", choice{name: "binary"}, choice{name: "structured"})
@@ -230,6 +232,9 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.group.open(c, opts.streams); err != nil {
+		return err
+	}
 	delays, err := forward.ParseDelays(opts.RetryDelays)
 	if err != nil {
 		return usagef("--retry-delays: %v", err)
@@ -271,7 +276,12 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	}
 	log := newLogNamer(ctx, c, cp.Log)
 	saveCheckpoint := func(cur string) error {
-		return cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Log: log.at(cur), Updated: time.Now().UTC()})
+		if paths.checkpoint != "" {
+			if err := cursor.SaveCheckpoint(paths.checkpoint, cursor.Checkpoint{Cursor: cur, Node: c.Node(), Query: query, Log: log.at(cur), Updated: time.Now().UTC()}); err != nil {
+				return err
+			}
+		}
+		return opts.group.update(ctx, cur)
 	}
 	switch {
 	case haveCP:
@@ -307,7 +317,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if opts.Sync == "checkpoint" {
 		fo.Sync = forward.SyncCheckpoint
 	}
-	if paths.checkpoint != "" {
+	if paths.checkpoint != "" || opts.group.Name != "" {
 		fo.Checkpoint = saveCheckpoint
 	}
 	rep := newForwardReporter(opts)
@@ -368,6 +378,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 		// may have seen them end first. The reader's reason is the result.
 		err = cause
 	}
+	err = opts.group.finish(ctx, err)
 	rep.summary(st, paths.deadLetter)
 	var (
 		ge *forward.GoneError

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -90,19 +91,20 @@ type recvLine struct {
 // once it answers it, and, with -arrivals, the id of every request to AFILE as it arrives
 // (what a hanging request shows before it ends).
 //
-//	receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N]
+//	receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N] [-fail-percent P]
 //
 // -secret checks Standard Webhooks signatures (logged as ok or bad); -fail-first-every N
-// answers 500 to the first attempt of every Nth event it sees.
+// answers 500 to the first attempt of every Nth event it sees; -fail-percent P answers 500 to
+// P percent of all attempts, at random.
 func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
-		ts.Fatalf("usage: receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N]")
+		ts.Fatalf("usage: receiver NAME [-script FILE] [-log FILE] [-arrivals AFILE] [-secret S] [-fail-first-every N] [-fail-percent P]")
 	}
 	name := args[0]
 	script := map[string][]recvStep{}
 	logPath, arrivalsPath := "", ""
 	var key []byte
-	failEvery := 0
+	failEvery, failPercent := 0, 0
 	for i := 1; i < len(args); i += 2 {
 		if i+1 >= len(args) {
 			ts.Fatalf("receiver: %s needs a value", args[i])
@@ -131,6 +133,10 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 			n, err := strconv.Atoi(v)
 			ts.Check(err)
 			failEvery = n
+		case "-fail-percent":
+			n, err := strconv.Atoi(v)
+			ts.Check(err)
+			failPercent = n
 		default:
 			ts.Fatalf("receiver: unknown flag %s", args[i])
 		}
@@ -209,7 +215,7 @@ func cmdReceiver(ts *testscript.TestScript, neg bool, args []string) {
 		if len(steps) > 0 {
 			st = steps[min(line.Attempt, len(steps))-1]
 		}
-		if failEvery > 0 && nth%failEvery == 0 && line.Attempt == 1 {
+		if failEvery > 0 && nth%failEvery == 0 && line.Attempt == 1 || failPercent > 0 && rand.IntN(100) < failPercent {
 			st = recvStep{status: http.StatusInternalServerError}
 		}
 		if st.hang {

@@ -253,15 +253,22 @@ const environmentHelp = `evtctl reads these variables. A flag given on the comma
 a variable wins over the context (see evtctl context --help).
 
 Reaching a node (tail, replay, emit, forward, bench, completion of --type)
-  EVTCTL_NODE            the node's URL or host:port, as --node. When it names a node other
-                         than the context's, the context is not used at all.
+  EVTCTL_NODE            the node's URL or host:port, or a Kafka topic's address
+                         (kafka://BROKER[,BROKER...]/TOPIC[?OPTION=VALUE&...]), as --node.
+                         When it names a node other than the context's, the context is not
+                         used at all.
   EVTCTL_CONTEXT         the context to use, as --context (default: the current context)
   EVTCTL_TOKEN           the bearer token sent to the node, as --token; emit sends it too
   EVTCTL_INGEST_TOKEN    emit's token when EVTCTL_TOKEN is not set; also serve's
                          --ingest-token (below)
-  EVTCTL_CA_FILE         a PEM file of certificate authorities to trust, as --ca-file
+  EVTCTL_CA_FILE         a PEM file of certificate authorities to trust, as --ca-file (for
+                         a Kafka topic over SSL, ssl.ca.location unless an option names it)
   EVTCTL_INSECURE        true: do not verify the node's TLS certificate, as --insecure
                          (true or false; --insecure=false on the command line wins)
+                         A Kafka topic takes no token: its options (security.protocol,
+                         sasl.mechanism, sasl.username, sasl.password, ssl.*) go in its
+                         address or in a context (evtctl context add NAME --node
+                         kafka://... --option NAME=VALUE).
 
 Running a node (serve)
   EVTCTL_READ_TOKEN      the token readers must send, as --read-token

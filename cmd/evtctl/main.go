@@ -10,6 +10,7 @@ import (
 	"github.com/evtctl/evtctl/internal/iostreams"
 	// Sources of logs that do not speak the events method register themselves.
 	_ "github.com/evtctl/evtctl/pkg/client/cometbft"
+	_ "github.com/evtctl/evtctl/pkg/client/kafka"
 	_ "github.com/evtctl/evtctl/pkg/client/redisstream"
 )
 

@@ -20,6 +20,7 @@ type replayOptions struct {
 	output  outputOptions
 	ui      interactiveOptions
 	start   startOptions
+	group   groupOption
 
 	Reverse bool
 	Count   int
@@ -66,6 +67,9 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
 				return err
 			}
+			if err := opts.group.check(opts.ui.on(&opts.output), opts.Reverse); err != nil {
+				return err
+			}
 			return runReplay(cmd.Context(), opts)
 		},
 	}
@@ -75,6 +79,7 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
 	opts.start.addFlags(f, "replay")
+	opts.group.addFlag(f)
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
 	f.IntVar(&opts.Count, "count", 0, "stop after this many events (0: no limit)")
 	f.IntVar(&opts.Count, "limit", 0, "the old name of --count")
@@ -108,6 +113,9 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.group.open(c, opts.streams); err != nil {
+		return err
+	}
 	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Count,
@@ -119,10 +127,10 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 			return err
 		}
 		prog.add(len(items))
-		return nil
+		return opts.group.update(ctx, strings.Clone(client.PosOf(items[len(items)-1])))
 	})
 	prog.done()
-	return opts.node.explain(streamResult(ctx, opts.query.refused(err)))
+	return opts.group.finish(ctx, opts.node.explain(streamResult(ctx, opts.query.refused(err))))
 }
 
 // progress shows a running count of things (a singular noun: "event") on stderr, only when stderr is a terminal, and a last

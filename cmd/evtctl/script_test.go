@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("EVTCTL_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
+	if addr := os.Getenv("EVTCTL_TEST_KAFKA_PLAIN"); addr != "" {
+		os.Exit(kafkaPlainReader(addr)) // a reader BenchmarkKafkaReplay measures
+	}
 	// Most of this package's end-to-end tests wait — on child processes, long-polls, retry
 	// delays, a Tendermint node's blocks — rather than compute: let more of them run at
 	// once than the default of one per CPU. -test.parallel on the command line still wins.

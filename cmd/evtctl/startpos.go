@@ -84,12 +84,28 @@ func (o *startOptions) resolve(ctx context.Context, node *nodeOptions, s *iostre
 	if c, err = node.client(s); err != nil {
 		return
 	}
-	for _, p := range []position{from, to} {
-		if err = checkLog(ctx, c, p.file, p.log, b, retryReporter(s)); err != nil {
+	for i, p := range []position{from, to} {
+		if p.file != "" {
+			err = checkLog(ctx, c, p.file, p.Cursor, p.log, b, retryReporter(s))
+		} else {
+			err = checkPosition(c, o.flagOf(i == 0), p.Cursor)
+		}
+		if err != nil {
 			return
 		}
 	}
 	return
+}
+
+// flagOf names the flag that gave the start (or the end) read, for messages.
+func (o *startOptions) flagOf(start bool) string {
+	switch {
+	case !start:
+		return "--to"
+	case o.After != "":
+		return "--after"
+	}
+	return "--from"
 }
 
 // parse reads the start flags without asking the node anything.
@@ -252,7 +268,7 @@ func loadCheckpoint(ctx context.Context, c *client.Client, path string, b client
 	if cp, ok, err = readCheckpoint(path); err != nil || !ok {
 		return cp, ok, err
 	}
-	if err := checkLog(ctx, c, path, cp.Log, b, onRetry); err != nil {
+	if err := checkLog(ctx, c, path, cp.Cursor, cp.Log, b, onRetry); err != nil {
 		return cp, false, err
 	}
 	return cp, true, nil
@@ -270,9 +286,15 @@ func readCheckpoint(path string) (cp cursor.Checkpoint, ok bool, err error) {
 	return cp, true, nil
 }
 
-// checkLog refuses, with exit status 4, the checkpoint at path when the log it names (log;
-// nil for none) is not the one c reads.
-func checkLog(ctx context.Context, c *client.Client, path string, log json.RawMessage, b client.Backoff, onRetry client.RetryFunc) error {
+// checkLog refuses, with exit status 4, the checkpoint at path when its cursor cur cannot
+// be a position of the log c reads (another kind of log's), or when the log it names (log;
+// nil for none) is not that log.
+func checkLog(ctx context.Context, c *client.Client, path, cur string, log json.RawMessage, b client.Backoff, onRetry client.RetryFunc) error {
+	if cur != "" {
+		if err := c.CheckPosition(cur); err != nil {
+			return &statusError{exitNotOfLog, fmt.Errorf("checkpoint %s is not of this log: %w", path, err)}
+		}
+	}
 	if len(log) == 0 {
 		return nil
 	}
@@ -321,4 +343,16 @@ func nodeMoved(s *iostreams.IOStreams, path string, cp cursor.Checkpoint, node s
 	if cp.Node != "" && cp.Node != node && len(cp.Log) == 0 {
 		fmt.Fprintf(s.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", path, safeText(cp.Node), node)
 	}
+}
+
+// checkPosition refuses, as a usage error of flag, a cursor or position given for where to
+// start or end that cannot be one of the log c reads (another kind of log's).
+func checkPosition(c *client.Client, flag, pos string) error {
+	if pos == "" {
+		return nil
+	}
+	if err := c.CheckPosition(pos); err != nil {
+		return usagef("%s %q: %v", flag, pos, err)
+	}
+	return nil
 }

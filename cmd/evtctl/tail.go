@@ -23,6 +23,7 @@ type tailOptions struct {
 	output  outputOptions
 	ui      interactiveOptions
 	start   startOptions
+	group   groupOption
 
 	Count         int
 	IdleTimeout   time.Duration
@@ -55,7 +56,9 @@ duration back from now (10m, 2d).
 With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
 the output is flushed) and tail resumes from it when it exists, so a restart loses nothing. A
 first run records where it starts before it reads anything, so that one stopped before its
-first event resumes there too.
+first event resumes there too. On a Kafka topic (--node kafka://BROKER/TOPIC) the checkpoint
+holds every partition's next offset, and --group NAME also commits them, once written out, to
+the consumer group NAME for Kafka's tools to see.
 Connection failures are retried with backoff, honouring Retry-After.`,
 		Example: `  evtctl tail
   evtctl tail --type 'org.openedx.learning.#' -o jsonl | jq .data.data
@@ -71,6 +74,9 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
 				return err
 			}
+			if err := opts.group.check(opts.ui.on(&opts.output), false); err != nil {
+				return err
+			}
 			return runTail(cmd.Context(), opts)
 		},
 	}
@@ -80,6 +86,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
 	opts.start.addFlags(f, "tail")
+	opts.group.addFlag(f)
 	f.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "exit when no event arrives for this long (0: never)")
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head has been written")
@@ -131,6 +138,9 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 	}
 	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
+		return err
+	}
+	if err := opts.group.open(c, opts.streams); err != nil {
 		return err
 	}
 	wait := opts.Wait
@@ -207,12 +217,15 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		if err := ck.update(cur, false); err != nil {
 			return err
 		}
+		if err := opts.group.update(ctx, cur); err != nil {
+			return err
+		}
 		if (opts.Count > 0 && written >= opts.Count) || (opts.UntilCaughtUp && b.CaughtUp) {
 			return errStop
 		}
 		return nil
 	})
-	return ck.finish(opts.node.explain(streamResult(ctx, opts.query.refused(err))))
+	return opts.group.finish(ctx, ck.finish(opts.node.explain(streamResult(ctx, opts.query.refused(err)))))
 }
 
 // streamResult maps how a stream ended to the command's result.

@@ -224,6 +224,11 @@ func (a *attacker) run(ctx context.Context, name string, measured map[string]*[3
 		p := ph[i]
 		a.cur.Store(p)
 		a.cfg.progress("attack %s: %s (round %d of %d)", name, phaseNames[i], round+1, a.cfg.Rounds)
+		if i == 1 {
+			// Once in place, the attack's streams are counted; the node may cut stalled
+			// ones before the window ends.
+			a.nodeFigures(ctx, p)
+		}
 		start := time.Now()
 		err := retry.Sleep(ctx, a.cfg.Phase)
 		p.dur += time.Since(start)
@@ -307,7 +312,8 @@ func (a *attacker) report(r *Report, name string, ph *[3]*phase) {
 	}
 }
 
-// nodeFigures reads the node's memory and streams from its metrics, when it has them.
+// nodeFigures reads the node's memory and streams from its metrics, when it has them: its
+// memory now, and the most streams it was seen holding in the window.
 func (a *attacker) nodeFigures(ctx context.Context, p *phase) {
 	m, err := scrapeMetrics(ctx, a.p.hc, a.cfg.Target)
 	if err != nil {
@@ -317,7 +323,7 @@ func (a *attacker) nodeFigures(ctx context.Context, p *phase) {
 		p.rss = v
 	}
 	if v, ok := m.value("evtctl_streams"); ok {
-		p.streams = v
+		p.streams = max(p.streams, v) // the most seen in the window
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func kattrs(kv ...string) []Attr {
@@ -57,5 +58,44 @@ func TestAttrDecoder(t *testing.T) {
 	}
 	if !ValidString("héllo") || ValidString("a\x7fb") || ValidString("\uFFFE") || ValidRune(0x85) || !ValidRune('é') {
 		t.Error("ValidString / ValidRune")
+	}
+}
+
+// TestAttrDecoderKeepsNoViews: the values an AttrDecoder is given may be views of memory
+// its caller reuses (a Kafka client's pooled record buffers). What it remembers of one
+// event must not change when that memory is written over.
+func TestAttrDecoderKeepsNoViews(t *testing.T) {
+	var d AttrDecoder
+	mem := []byte("text/plain; Charset=utf-8|/src|https://example.com/schema")
+	view := func(i, j int) string { return unsafe.String(&mem[i], j-i) }
+	attrs := kattrs("specversion", "1.0", "id", "1", "source", view(26, 30), "type", "t", "dataschema", view(31, len(mem)))
+	if _, err := d.Decode(attrs, view(0, 25), true, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range mem {
+		mem[i] = '#' // the caller's memory, reused
+	}
+	ev, err := d.Decode(kattrs("specversion", "1.0", "id", "2", "source", "/src", "type", "t", "dataschema", "https://example.com/schema"),
+		"text/plain; Charset=utf-8", true, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"specversion":"1.0","id":"2","source":"/src","type":"t","datacontenttype":"text/plain; Charset=utf-8","dataschema":"https://example.com/schema","data":"x"}`
+	if string(ev.JSON) != want {
+		t.Fatalf("after the first event's memory was reused:\n got %s\nwant %s", ev.JSON, want)
+	}
+}
+
+// TestAttrDecoderChecksAfterReuse: a value that passed, whose memory is then reused for
+// an invalid one, does not let the invalid one pass unchecked.
+func TestAttrDecoderChecksAfterReuse(t *testing.T) {
+	var d AttrDecoder
+	mem := []byte("/s1")
+	if _, err := d.Decode(kattrs("specversion", "1.0", "id", "1", "source", unsafe.String(&mem[0], len(mem)), "type", "t"), "", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, "a b") // the caller's memory, reused for a source that is no URI reference
+	if _, err := d.Decode(kattrs("specversion", "1.0", "id", "2", "source", "a b", "type", "t"), "", false, nil); err == nil {
+		t.Fatal(`source "a b" passed unchecked`)
 	}
 }

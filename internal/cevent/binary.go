@@ -156,7 +156,8 @@ func twice(name string) *Error {
 }
 
 // binaryMemo remembers the last values that passed the more expensive checks, for a
-// decoder that reads many events of one producer.
+// decoder that reads many events of one producer. It keeps copies: the values it is given
+// may be views of memory its caller reuses (a client's record buffers).
 type binaryMemo struct {
 	source, schema string
 	ct             string
@@ -276,7 +277,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 			return nil, Event{}, err
 		}
 		if memo != nil {
-			memo.source = strings.Clone(attrs[kSource]) // the value may lie in memory the caller reuses
+			memo.source = strings.Clone(attrs[kSource]) // the value may be a view of memory that is reused
 		}
 	}
 	if err := check(kType, nonEmpty("type")); err != nil {
@@ -302,12 +303,16 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		if err := checkString("datacontenttype", ct); err != nil {
 			return nil, Event{}, invalid("%s: %s", form.ctName, err.Msg)
 		}
+		parsed := ct
+		if memo != nil {
+			parsed = strings.Clone(ct) // the parameters are views of the text parsed
+		}
 		var err *Error
-		if ctParams, err = parseMediaType(form.ctName, ct); err != nil {
+		if ctParams, err = parseMediaType(form.ctName, parsed); err != nil {
 			return nil, Event{}, err
 		}
 		if memo != nil {
-			memo.ct, memo.ctParams = strings.Clone(ct), ctParams
+			memo.ct, memo.ctParams = parsed, ctParams
 		}
 	}
 	if set[kDataschema] && (memo == nil || attrs[kDataschema] != memo.schema || memo.schema == "") {

@@ -1,5 +1,5 @@
 // Package config reads and writes evtctl's configuration file: named contexts, each a node
-// with the tokens and TLS settings to reach it, and which context is current.
+// with the tokens, TLS settings or source options to reach it, and which context is current.
 package config
 
 import (
@@ -27,6 +27,48 @@ type Context struct {
 	IngestToken string `yaml:"ingest-token,omitempty"` // bearer token for emit; Token when empty
 	CAFile      string `yaml:"ca-file,omitempty"`
 	Insecure    bool   `yaml:"insecure,omitempty"`
+	// Kafka holds the options of a kafka:// node by the names the Kafka tools give them
+	// (security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location, …).
+	Kafka map[string]string `yaml:"kafka,omitempty"`
+}
+
+// Options are the options the context keeps for its node's source, by their names: a
+// kafka:// node's; nil for a node that takes none.
+func (c *Context) Options() map[string]string {
+	if schemeOf(c.Node) == "kafka" {
+		return c.Kafka
+	}
+	return nil
+}
+
+// SetOptions keeps opts as the options of the context's node, which must be one whose
+// source takes options (kafka://).
+func (c *Context) SetOptions(opts map[string]string) error {
+	if len(opts) == 0 {
+		c.Kafka = nil
+		return nil
+	}
+	if schemeOf(c.Node) != "kafka" {
+		return fmt.Errorf("options are settings of a kafka:// node; %s takes a token, a CA file and insecure instead", c.Node)
+	}
+	c.Kafka = opts
+	return nil
+}
+
+// SecretOption reports whether an option's value is a secret, never printed back: a
+// password, a secret or a token.
+func SecretOption(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "password") || strings.Contains(n, "secret") || strings.Contains(n, "token")
+}
+
+// schemeOf is the scheme of a node's address, lower case; "" for host:port.
+func schemeOf(node string) string {
+	scheme, _, ok := strings.Cut(strings.TrimSpace(node), "://")
+	if !ok {
+		return ""
+	}
+	return strings.ToLower(scheme)
 }
 
 // File is the configuration file.
@@ -85,6 +127,9 @@ func Parse(data []byte) (*File, error) {
 		}
 		if c == nil || c.Node == "" {
 			return nil, fmt.Errorf("context %q has no node", name)
+		}
+		if len(c.Kafka) > 0 && schemeOf(c.Node) != "kafka" {
+			return nil, fmt.Errorf("context %q: kafka options for %s, which is not a kafka:// node", name, c.Node)
 		}
 	}
 	if f.CurrentContext != "" && f.Contexts[f.CurrentContext] == nil {
@@ -155,6 +200,9 @@ func TooOpen(path string, f *File) bool {
 	secret := false
 	for _, c := range f.Contexts {
 		secret = secret || c.Token != "" || c.IngestToken != ""
+		for k, v := range c.Kafka {
+			secret = secret || SecretOption(k) && v != ""
+		}
 	}
 	st, err := os.Stat(path)
 	return secret && err == nil && st.Mode().Perm()&0o077 != 0

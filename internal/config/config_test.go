@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	f := &File{CurrentContext: "prod", Contexts: map[string]*Context{
 		"prod":  {Node: "https://events.example.com", Token: "r", IngestToken: "i", CAFile: "/etc/ca.pem"},
 		"local": {Node: "http://127.0.0.1:7480", Insecure: true},
+		"bus":   {Node: "kafka://k1:9092/openedx-learning", Kafka: map[string]string{"security.protocol": "SASL_SSL", "sasl.password": "pw"}},
 	}}
 	if err := f.Save(path); err != nil {
 		t.Fatal(err)
@@ -39,13 +41,15 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name, c := g.Current(); name != "prod" || *c != *f.Contexts["prod"] {
+	if name, c := g.Current(); name != "prod" || !reflect.DeepEqual(c, f.Contexts["prod"]) {
 		t.Fatalf("current %q %+v", name, c)
 	}
-	if *g.Contexts["local"] != *f.Contexts["local"] {
-		t.Fatalf("local %+v", g.Contexts["local"])
+	for _, n := range []string{"local", "bus"} {
+		if !reflect.DeepEqual(g.Contexts[n], f.Contexts[n]) {
+			t.Fatalf("%s %+v", n, g.Contexts[n])
+		}
 	}
-	if got := strings.Join(g.Names(), ","); got != "local,prod" {
+	if got := strings.Join(g.Names(), ","); got != "bus,local,prod" {
 		t.Fatalf("names %s", got)
 	}
 }
@@ -142,9 +146,47 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the file: %+v vs %+v", again, file)
 		}
 		for n, c := range file.Contexts {
-			if *again.Contexts[n] != *c {
+			if !reflect.DeepEqual(again.Contexts[n], c) {
 				t.Fatalf("context %q changed: %+v vs %+v", n, again.Contexts[n], c)
 			}
 		}
 	})
+}
+
+// A kafka:// node's options are kept in the context; a password among them makes the file
+// one that others must not read; options for a node that takes none are refused.
+func TestKafkaOptions(t *testing.T) {
+	c := &Context{Node: "kafka://k1/t"}
+	if err := c.SetOptions(map[string]string{"sasl.username": "u", "sasl.password": "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Options()["sasl.username"] != "u" {
+		t.Errorf("options %v", c.Options())
+	}
+	h := &Context{Node: "https://events.example.com"}
+	if err := h.SetOptions(map[string]string{"sasl.username": "u"}); err == nil {
+		t.Error("options taken for an https node")
+	}
+	if h.Options() != nil {
+		t.Errorf("an https node's options: %v", h.Options())
+	}
+	if !SecretOption("sasl.password") || SecretOption("sasl.username") || SecretOption("ssl.key.location") {
+		t.Error("SecretOption")
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	f := &File{Contexts: map[string]*Context{"bus": c}}
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if !TooOpen(path, f) {
+			t.Error("a world-readable file with a Kafka password not reported")
+		}
+	}
+	if _, err := Parse([]byte("contexts:\n  x:\n    node: http://h:1\n    kafka:\n      sasl.username: u\n")); err == nil || !strings.Contains(err.Error(), "not a kafka:// node") {
+		t.Errorf("kafka options for an http node: %v", err)
+	}
 }

@@ -25,6 +25,10 @@ type Options struct {
 	CAFile    string // PEM bundle of CAs to trust for TLS, beside the system pool
 	Insecure  bool   // skip TLS certificate verification
 	UserAgent string
+	// Settings are settings of the log's source by the names it gives them (a Kafka
+	// topic's security.protocol, sasl.username, …), as a context keeps them for its node;
+	// options written in the node's address win over them.
+	Settings map[string]string
 	// HTTPClient replaces the default client (tests); its timeout must exceed the longest wait.
 	HTTPClient *http.Client
 	// OnDetect is told, once, what an HTTP node turned out to be when it is not a node of
@@ -175,7 +179,13 @@ func (c *Client) Later(a, b string) string {
 // CheckPosition reports a position (a cursor from the command line or a checkpoint) that
 // cannot be one of the log's, as far as the source can tell without asking it.
 func (c *Client) CheckPosition(pos string) error {
-	if pc, ok := c.Source().(interface{ CheckPosition(string) error }); ok {
+	src := c.Source()
+	if _, ok := src.(*eventsSource); ok && !c.Answered() && IsCursor(pos) {
+		// The node has not answered yet: it may turn out to be read through another source
+		// (a CometBFT node at an http address), whose positions this may be.
+		return nil
+	}
+	if pc, ok := src.(interface{ CheckPosition(string) error }); ok {
 		return pc.CheckPosition(pos)
 	}
 	return nil

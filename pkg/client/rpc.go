@@ -416,11 +416,16 @@ func (c *rpcNode) firstContact(err error) error {
 
 // Retryable reports whether an error from Events is worth retrying: transport failures,
 // 5xx, 429 and a busy node. A bad query, a bad cursor, a refused token, a *ContactError (a
-// node that has not answered yet and cannot be used) and a *FinalError are not.
+// node that has not answered yet and cannot be used) and a *FinalError are not. An error
+// of a source that has a method Retryable() bool says for itself.
 func Retryable(err error) bool {
 	var ce *ContactError
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ce) {
 		return false
+	}
+	var own interface{ Retryable() bool }
+	if errors.As(err, &own) {
+		return own.Retryable()
 	}
 	var he *HTTPError
 	if errors.As(err, &he) {
@@ -432,8 +437,7 @@ func Retryable(err error) bool {
 	}
 	var de *DecodeError
 	var qe *QueryError
-	var fe *FinalError
-	if errors.As(err, &de) || errors.As(err, &qe) || errors.As(err, &fe) {
+	if errors.As(err, &de) || errors.As(err, &qe) {
 		return false
 	}
 	return true // transport errors: refused, reset, EOF, timeouts
@@ -446,6 +450,9 @@ type FinalError struct{ Err error }
 
 func (e *FinalError) Error() string { return e.Err.Error() }
 func (e *FinalError) Unwrap() error { return e.Err }
+
+// Retryable is false: waiting will not mend it.
+func (e *FinalError) Retryable() bool { return false }
 
 // DecodeError is a reply that could not be understood.
 type DecodeError struct {

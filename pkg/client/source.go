@@ -99,8 +99,8 @@ func (p *Page) Release() {
 	}
 }
 
-// OnRelease makes f what Release does: a source that reuses a page's memory (see
-// PageRequest.Reuse) takes it back in f.
+// OnRelease sets what Release does once: a source that made the page's items in memory it
+// reuses (PageRequest.Reuse) gives that memory back there.
 func (p *Page) OnRelease(f func()) { p.release = f }
 
 // PosOf is the position right after an item: where a reader stands once it has handled it.

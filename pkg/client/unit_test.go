@@ -178,10 +178,32 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("reading the stream: %w", &FinalError{Err: io.EOF}), false},
 		{fmt.Errorf("cannot reach the node: %w", opErr), true},
 		{errors.New("connection reset by peer"), true},
+		// A source's own error says for itself whether it may pass.
+		{sourceErr{retry: false}, false},
+		{fmt.Errorf("page: %w", sourceErr{retry: false}), false},
+		{sourceErr{retry: true}, true},
 	} {
 		if got := Retryable(tc.err); got != tc.want {
 			t.Errorf("Retryable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// sourceErr is an error of a source that says whether it may pass.
+type sourceErr struct{ retry bool }
+
+func (e sourceErr) Error() string   { return "the source failed" }
+func (e sourceErr) Retryable() bool { return e.retry }
+
+// A page a source made with its own memory gives it back when released.
+func TestPageOnRelease(t *testing.T) {
+	released := 0
+	p := &Page{Items: []Item{{Cursor: "c"}}}
+	p.OnRelease(func() { released++ })
+	p.Release()
+	p.Release()
+	if released != 1 {
+		t.Errorf("released %d times, want once", released)
 	}
 }
 

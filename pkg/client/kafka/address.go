@@ -1,5 +1,6 @@
-// Package kafka reads a Kafka topic of CloudEvents as pages of items with cursors, positions
-// and gaps, and produces CloudEvents to a topic in the Kafka binary mode.
+// Package kafka is the client's source of Kafka topics (kafka:// addresses): it reads a
+// topic of CloudEvents as pages of items with cursors, positions and gaps, and produces
+// CloudEvents to a topic in the Kafka binary mode.
 package kafka
 
 import (
@@ -101,39 +102,53 @@ func IsAddress(s string) bool {
 // host:port (port 9092 by default; IPv6 hosts in brackets) and options by their Kafka
 // names (see Options). The result is checked as Validate does.
 func ParseURL(s string) (Config, error) {
+	c, _, err := parseURL(s)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// parseURL reads an address as ParseURL does, without checking that its options fit
+// together, and reports which options it names (by canonicalOption).
+func parseURL(s string) (Config, map[string]bool, error) {
 	given := strings.TrimSpace(s)
 	if !IsAddress(given) {
-		return Config{}, addrErrorf("%q is not a Kafka address: want kafka://BROKER[,BROKER…]/TOPIC", redactURL(given))
+		return Config{}, nil, addrErrorf("%q is not a Kafka address: want kafka://BROKER[,BROKER…]/TOPIC", redactURL(given))
 	}
 	rest := given[len(Scheme)+3:]
 	rest, query, hasQuery := strings.Cut(rest, "?")
 	if i := strings.IndexByte(rest, '#'); i >= 0 || strings.Contains(query, "#") {
-		return Config{}, addrErrorf("kafka address %q: a fragment (#…) has no meaning here", redactURL(given))
+		return Config{}, nil, addrErrorf("kafka address %q: a fragment (#…) has no meaning here", redactURL(given))
 	}
 	hosts, topic, ok := strings.Cut(rest, "/")
 	if !ok || topic == "" {
-		return Config{}, addrErrorf("kafka address %q names no topic: want kafka://BROKER[,BROKER…]/TOPIC", redactURL(given))
+		return Config{}, nil, addrErrorf("kafka address %q names no topic: want kafka://BROKER[,BROKER…]/TOPIC", redactURL(given))
 	}
 	if strings.Contains(hosts, "@") {
-		return Config{}, addrErrorf("kafka address %q: give credentials as sasl.username and sasl.password options, not before the broker", redactURL(given))
+		return Config{}, nil, addrErrorf("kafka address %q: give credentials as sasl.username and sasl.password options, not before the broker", redactURL(given))
 	}
 	var c Config
+	names := map[string]bool{}
 	for h := range strings.SplitSeq(hosts, ",") {
 		b, err := normalizeBroker(h)
 		if err != nil {
-			return Config{}, err
+			return Config{}, nil, err
 		}
 		c.Brokers = append(c.Brokers, b)
 	}
 	t, err := url.PathUnescape(topic)
 	if err != nil {
-		return Config{}, addrErrorf("kafka address: topic %q: %v", topic, err)
+		return Config{}, nil, addrErrorf("kafka address: topic %q: %v", topic, err)
 	}
 	c.Topic = t
 	if hasQuery {
 		vals, err := url.ParseQuery(query)
 		if err != nil {
-			return Config{}, addrErrorf("kafka address: options: %v", redactErr(err))
+			return Config{}, nil, addrErrorf("kafka address: options: %v", redactErr(err))
 		}
 		keys := make([]string, 0, len(vals))
 		for k := range vals {
@@ -142,17 +157,15 @@ func ParseURL(s string) (Config, error) {
 		slices.Sort(keys)
 		for _, k := range keys {
 			if len(vals[k]) > 1 {
-				return Config{}, addrErrorf("kafka address: option %s is given %d times", k, len(vals[k]))
+				return Config{}, nil, addrErrorf("kafka address: option %s is given %d times", k, len(vals[k]))
 			}
 			if err := c.Set(k, vals[k][0]); err != nil {
-				return Config{}, err
+				return Config{}, nil, err
 			}
+			names[canonicalOption(k)] = true
 		}
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	return c, names, nil
 }
 
 // normalizeBroker checks host[:port] and adds the default port.
@@ -205,6 +218,15 @@ func (c *Config) Set(key, value string) error {
 		return addrErrorf("unknown Kafka option %q (known: %s)", key, strings.Join(Options(), ", "))
 	}
 	return nil
+}
+
+// canonicalOption is the name of the setting an option name sets.
+func canonicalOption(key string) string {
+	k := strings.ToLower(key)
+	if k == OptSASLMechanisms {
+		return OptSASLMechanism
+	}
+	return k
 }
 
 // Validate checks that c names brokers and a valid topic, and that its options fit

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // testCert is a certificate for 127.0.0.1 and a CA file that trusts it.
@@ -82,7 +84,7 @@ func TestSASLAndTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := s.Page(ctxT(t), PageRequest{Max: 10})
+		p, err := s.Page(ctxT(t), client.PageRequest{Max: 10})
 		s.Close()
 		if c.wantErr == "" {
 			if err != nil || len(p.Items) != 1 {
@@ -103,7 +105,7 @@ func TestSASLAndTLS(t *testing.T) {
 	// TLS: the certificate is trusted through ssl.ca.location, or not verified at all.
 	noCA, _ := ParseURL("kafka://" + k.addr() + "/secure?security.protocol=SASL_SSL&sasl.mechanism=PLAIN&sasl.username=reader&sasl.password=pl4in-pass")
 	s, _ := New(noCA)
-	_, err := s.Page(ctxT(t), PageRequest{Max: 10})
+	_, err := s.Page(ctxT(t), client.PageRequest{Max: 10})
 	s.Close()
 	t.Logf("untrusted: %v", err)
 	var ce *ContactError
@@ -112,7 +114,7 @@ func TestSASLAndTLS(t *testing.T) {
 	}
 	insecure, _ := ParseURL(noCA.Node() + "?security.protocol=SASL_SSL&sasl.mechanism=PLAIN&sasl.username=reader&sasl.password=pl4in-pass&enable.ssl.certificate.verification=false")
 	s, _ = New(insecure)
-	p, err := s.Page(ctxT(t), PageRequest{Max: 10})
+	p, err := s.Page(ctxT(t), client.PageRequest{Max: 10})
 	s.Close()
 	if err != nil || len(p.Items) != 1 {
 		t.Errorf("verification off: %v", err)
@@ -120,7 +122,7 @@ func TestSASLAndTLS(t *testing.T) {
 	// Plain text against a TLS port.
 	plain, _ := ParseURL("kafka://" + k.addr() + "/secure")
 	s, _ = New(plain)
-	_, err = s.Page(ctxT(t), PageRequest{Max: 10})
+	_, err = s.Page(ctxT(t), client.PageRequest{Max: 10})
 	s.Close()
 	t.Logf("plain: %v", err)
 	if !errors.As(err, &ce) || Retryable(err) {

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // Backward pages read each partition's records just below the position by offset
@@ -17,7 +19,7 @@ import (
 // scroll back while it tails), merged newest first by timestamp.
 
 // backward serves a backward page.
-func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page, error) {
+func (s *Source) backward(ctx context.Context, r client.PageRequest, m *matcher) (*client.Page, error) {
 	before, err := ParsePosition(r.Before)
 	if err != nil {
 		return nil, err
@@ -56,7 +58,7 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 
 	cur := append([]int64(nil), hi...) // every record from cur[p] on is examined
 	dec := newDecoder(s.cfg.Topic)
-	items := make([]Item, 0, min(r.Max, 1024))
+	items := make([]client.Item, 0, min(r.Max, 1024))
 	mem := &arena{reuse: r.Reuse}
 	dec.mem = mem
 	for len(items) < r.Max {
@@ -68,15 +70,18 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 		rec := q[len(q)-1]
 		q[len(q)-1] = nil
 		queues[p] = q[:len(q)-1]
+		if !rec.Attrs.IsControl() {
+			if b, ok := dec.build(rec, m); ok {
+				// Its position: every record newer than it in this merge is left out, it
+				// and every older one are in.
+				cur[p] = rec.Offset + 1
+				items = append(items, itemOf(b, mem.text(cur)))
+			}
+		}
 		cur[p] = rec.Offset
 		drained := len(queues[p]) == 0
 		if drained {
 			cur[p] = from[p] // the holes below the lowest record too
-		}
-		if !rec.Attrs.IsControl() {
-			if b, ok := dec.build(rec, m); ok {
-				items = append(items, itemOf(b, mem.text(cur)))
-			}
 		}
 		if drained && from[p] > lo[p] {
 			// The partition has older records that this page did not fetch: going on
@@ -90,17 +95,17 @@ func (s *Source) backward(ctx context.Context, r PageRequest, m *matcher) (*Page
 			more = true
 		}
 	}
-	if !r.Reuse {
-		mem = nil
-	}
-	return &Page{
-		arena:  mem,
+	page := &client.Page{
 		Items:  items,
 		More:   more,
 		Oldest: positionText(mk.start),
 		Newest: positionText(mk.end),
 		Next:   Position(cur).String(),
-	}, nil
+	}
+	if r.Reuse {
+		page.OnRelease(mem.release)
+	}
+	return page, nil
 }
 
 // newestHead picks the partition whose newest unexamined record has the latest

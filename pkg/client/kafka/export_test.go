@@ -1,9 +1,13 @@
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/evtctl/evtctl/pkg/client"
+)
 
 // ItemOf makes the item of one record, as a forward page does (for benchmarks).
-func ItemOf(r *kgo.Record, query string) (Item, bool) {
+func ItemOf(r *kgo.Record, query string) (client.Item, bool) {
 	if benchMatcher == nil || benchMatcher.src != query {
 		m, err := compileQuery(query)
 		if err != nil {
@@ -13,7 +17,7 @@ func ItemOf(r *kgo.Record, query string) (Item, bool) {
 	}
 	b, ok := benchDecoder.build(r, benchMatcher)
 	if !ok {
-		return Item{}, false
+		return client.Item{}, false
 	}
 	return itemOf(b, ""), true
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // forward is the state of the forward reader: the consumer and what it fetched ahead.
@@ -21,10 +23,12 @@ type forward struct {
 	queued   int             // bytes in the queues
 	assigned int             // partitions 0..assigned-1 are added to the consumer
 	checked  time.Time       // when the partition count was last looked at
+	batch    batch           // the records of a page whose items are built after they are taken
+	decs     []*decoder      // more decoders, for building on several cores
 }
 
 // forwardPage serves a forward page.
-func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*Page, error) {
+func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *matcher) (*client.Page, error) {
 	after, err := ParsePosition(r.After)
 	if err != nil {
 		return nil, err
@@ -41,7 +45,7 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	f := &s.fw
-	var gap *Gap
+	var gap *lost
 	switch {
 	case !f.active || r.After == "" || !samePosition(after, f.pos):
 		if gap, err = s.seek(ctx, after, r.After, r.NoGap); err != nil {
@@ -70,11 +74,19 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 	// known to hold more records but has none fetched (starved) is waited for, so that
 	// its records take their place in that order: until wctx ends, after which what is
 	// fetched is merged as it is.
-	items := make([]Item, 0, min(r.Max, 1024))
+	items := make([]client.Item, 0, min(r.Max, 1024))
 	mem := &arena{reuse: r.Reuse}
 	f.dec.mem = mem
+	// Without a filter every record is an item: the records are taken first, and their
+	// items built after, on several cores when there are many (see build).
+	var later *batch
+	if m.all {
+		later = &f.batch
+		later.reset()
+	}
+	n := 0 // the items of the page
 	starved, waitedOut := f.starved(inRange), false
-	for len(items) < r.Max {
+	for n < r.Max {
 		p := f.next(through)
 		if f.queued > maxQueued {
 			// Partitions far apart in time: waiting for one would keep the others' records
@@ -83,7 +95,7 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 		}
 		if p < 0 || starved && !waitedOut {
 			behind := f.behind(inRange)
-			blocking := wctx.Err() == nil && (starved || len(items) == 0 && (r.Wait > 0 || behind))
+			blocking := wctx.Err() == nil && (starved || n == 0 && (r.Wait > 0 || behind))
 			got, err := s.poll(ctx, wctx, blocking, &gap, r.After)
 			if err != nil {
 				return nil, err
@@ -97,7 +109,7 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 			case p >= 0:
 				waitedOut = true
 				continue
-			case len(items) == 0 && r.Wait <= 0 && behind && ctx.Err() == nil:
+			case n == 0 && r.Wait <= 0 && behind && ctx.Err() == nil:
 				return nil, errStuck
 			}
 			break
@@ -119,13 +131,32 @@ func (s *Source) forwardPage(ctx context.Context, r PageRequest, m *matcher) (*P
 		if rec.Attrs.IsControl() {
 			continue
 		}
+		if later != nil {
+			later.add(rec, mem.text(f.pos))
+			n++
+			continue
+		}
 		b, ok := f.dec.build(rec, m)
 		if !ok {
 			continue
 		}
 		items = append(items, itemOf(b, mem.text(f.pos)))
+		n++
 	}
-	return s.forwardResult(items, gap, inRange, mem), nil
+	var more []*arena
+	if later != nil {
+		items, more = f.build(later, m, items, r.Reuse)
+	}
+	p := s.forwardResult(items, gap, inRange, mem)
+	if r.Reuse && len(more) > 0 {
+		p.OnRelease(func() {
+			mem.release()
+			for _, a := range more {
+				a.release()
+			}
+		})
+	}
+	return p, nil
 }
 
 // maxQueued bounds the bytes of fetched records a reader holds while it waits for a
@@ -142,21 +173,21 @@ func recordSize(r *kgo.Record) int {
 }
 
 // forwardResult finishes a forward page.
-func (s *Source) forwardResult(items []Item, gap *Gap, inRange func(int) bool, mem *arena) *Page {
+func (s *Source) forwardResult(items []client.Item, gap *lost, inRange func(int) bool, mem *arena) *client.Page {
 	mk := s.known()
 	f := &s.fw
-	if mem != nil && !mem.reuse {
-		mem = nil
-	}
-	return &Page{
-		arena:  mem,
+	p := &client.Page{
 		Items:  items,
 		More:   f.behind(inRange),
 		Oldest: positionText(mk.start),
 		Newest: positionText(mk.end),
 		Next:   Position(f.pos).String(),
-		Gap:    gap,
+		Gap:    gap.gap(),
 	}
+	if mem != nil && mem.reuse {
+		p.OnRelease(mem.release)
+	}
+	return p
 }
 
 // behind reports whether records are known to wait after the reader's position in a
@@ -216,7 +247,7 @@ func samePosition(a Position, b []int64) bool {
 
 // seek points the consumer at after (the log start where after names no partition),
 // reporting a gap where a partition's log start moved past it.
-func (s *Source) seek(ctx context.Context, after Position, afterText string, noGap bool) (*Gap, error) {
+func (s *Source) seek(ctx context.Context, after Position, afterText string, noGap bool) (*lost, error) {
 	mk, err := s.refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -225,7 +256,7 @@ func (s *Source) seek(ctx context.Context, after Position, afterText string, noG
 	if len(after) > n {
 		return nil, &TopicError{Node: s.node, Msg: fmt.Sprintf("the position names %d partitions, but topic %q has %d: it is another topic's, or the topic was made again", len(after), s.cfg.Topic, n)}
 	}
-	var gap *Gap
+	var gap *lost
 	target := make([]int64, n)
 	for p := range n {
 		a := after.at(p, -1)
@@ -238,16 +269,16 @@ func (s *Source) seek(ctx context.Context, after Position, afterText string, noG
 			target[p] = mk.start[p]
 			if !noGap {
 				if gap == nil {
-					gap = &Gap{After: afterText}
+					gap = &lost{after: afterText}
 				}
-				gap.add(PartitionGap{Partition: int32(p), From: a, To: mk.start[p], Why: "below the log start (retention or deleted records)"})
+				gap.add(partLoss{partition: int32(p), from: a, to: mk.start[p], why: belowStart(mk.start[p])})
 			}
 		default:
 			target[p] = a
 		}
 	}
 	if gap != nil {
-		gap.Oldest, gap.Newest = positionText(mk.start), positionText(mk.end)
+		gap.oldest, gap.newest = positionText(mk.start), positionText(mk.end)
 	}
 	s.assign(target)
 	s.fw.end = append([]int64(nil), mk.end...)
@@ -309,7 +340,7 @@ func (s *Source) grow(ctx context.Context) error {
 // otherwise only what is fetched already is taken. It reports whether any record came.
 // A partition whose log start passed the reader is reported in *gap and read on from its
 // log start.
-func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **Gap, afterText string) (bool, error) {
+func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **lost, afterText string) (bool, error) {
 	f := &s.fw
 	var fs kgo.Fetches
 	if blocking {
@@ -319,7 +350,7 @@ func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **Gap, after
 		fs = s.cl.PollRecords(nil, 0)
 	}
 	got := false
-	var lost []int32
+	var outOfRange []int32
 	for _, ft := range fs {
 		for _, t := range ft.Topics {
 			for i := range t.Partitions {
@@ -332,16 +363,16 @@ func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **Gap, after
 						continue // the wait ended
 					}
 					if errors.Is(fp.Err, kerr.OffsetOutOfRange) && t.Topic == s.cfg.Topic {
-						lost = append(lost, fp.Partition)
+						outOfRange = append(outOfRange, fp.Partition)
 						continue
 					}
 					var dl *kgo.ErrDataLoss
 					if errors.As(fp.Err, &dl) && t.Topic == s.cfg.Topic {
 						if *gap == nil {
-							*gap = &Gap{After: afterText}
+							*gap = &lost{after: afterText}
 						}
-						(*gap).add(PartitionGap{Partition: fp.Partition, From: dl.ConsumedTo, To: -1,
-							Why: fmt.Sprintf("the log was truncated at offset %d (records from there on may be lost or replaced); reading goes on at offset %d", dl.ConsumedTo, dl.ResetTo)})
+						(*gap).add(partLoss{partition: fp.Partition, from: dl.ConsumedTo, to: -1,
+							why: fmt.Sprintf("the log was truncated at offset %d (records from there on may be lost or replaced); reading goes on at offset %d", dl.ConsumedTo, dl.ResetTo)})
 						continue
 					}
 					if t.Topic == "" || t.Topic == s.cfg.Topic {
@@ -367,8 +398,8 @@ func (s *Source) poll(ctx, wctx context.Context, blocking bool, gap **Gap, after
 			}
 		}
 	}
-	if len(lost) > 0 {
-		if err := s.lostStart(ctx, lost, gap, afterText); err != nil {
+	if len(outOfRange) > 0 {
+		if err := s.lostStart(ctx, outOfRange, gap, afterText); err != nil {
 			return false, err
 		}
 	}
@@ -386,7 +417,7 @@ func lastStable(fp *kgo.FetchPartition) int64 {
 // lostStart handles partitions whose fetch offset fell below the log start: the records
 // from the reader's next offset up to the new start are reported lost, and the partition
 // is read on from there.
-func (s *Source) lostStart(ctx context.Context, parts []int32, gap **Gap, afterText string) error {
+func (s *Source) lostStart(ctx context.Context, parts []int32, gap **lost, afterText string) error {
 	f := &s.fw
 	mk, err := s.refresh(ctx)
 	if err != nil {
@@ -405,9 +436,9 @@ func (s *Source) lostStart(ctx context.Context, parts []int32, gap **Gap, afterT
 		start := mk.start[p]
 		if start > from {
 			if *gap == nil {
-				*gap = &Gap{After: afterText}
+				*gap = &lost{after: afterText}
 			}
-			(*gap).add(PartitionGap{Partition: p, From: from, To: start, Why: "the log start passed the reader (retention or deleted records)"})
+			(*gap).add(partLoss{partition: p, from: from, to: start, why: belowStart(start)})
 			if len(f.queues[p]) == 0 {
 				f.pos[p] = start
 			} else {
@@ -419,7 +450,7 @@ func (s *Source) lostStart(ctx context.Context, parts []int32, gap **Gap, afterT
 		set[p] = kgo.EpochOffset{Epoch: -1, Offset: start}
 	}
 	if *gap != nil {
-		(*gap).Oldest, (*gap).Newest = positionText(mk.start), positionText(mk.end)
+		(*gap).oldest, (*gap).newest = positionText(mk.start), positionText(mk.end)
 	}
 	s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.cfg.Topic: set})
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/evtctl/evtctl/internal/testwait"
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // cluster is a Kafka-protocol broker in this process, on a loopback port.
@@ -119,7 +120,7 @@ func oedxRecord(topic string, p int32, i int) *kgo.Record {
 func manualPartitioner() kgo.Opt { return kgo.RecordPartitioner(kgo.ManualPartitioner()) }
 
 // page asks for a page and fails the test on error.
-func page(t testing.TB, s *Source, r PageRequest) *Page {
+func page(t testing.TB, s *Source, r client.PageRequest) *client.Page {
 	t.Helper()
 	p, err := s.Page(ctxT(t), r)
 	if err != nil {
@@ -129,7 +130,7 @@ func page(t testing.TB, s *Source, r PageRequest) *Page {
 }
 
 // eventOf decodes an item's CloudEvent.
-func eventOf(t testing.TB, it Item) map[string]any {
+func eventOf(t testing.TB, it client.Item) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(it.Data, &m); err != nil {

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 // kcat returns the path of Debian's kcat, an independent Kafka client, or skips the test.
@@ -57,7 +59,7 @@ func TestReadsKcatOpenEdXRecords(t *testing.T) {
 		"-H", "ce_time=2026-02-03T04:05:06.123456+00:00", "-H", "minorversion=1", "-H", "sourcehost=cms-2",
 		"-H", "ce_datacontenttype=application/json")
 	s := k.source("oedx")
-	p := page(t, s, PageRequest{Max: 10})
+	p := page(t, s, client.PageRequest{Max: 10})
 	if len(p.Items) != 2 {
 		t.Fatalf("%d items", len(p.Items))
 	}
@@ -159,7 +161,7 @@ func TestProducedReadByKcat(t *testing.T) {
 		t.Errorf("keys %v %v: want the subject, or none", msgs[0].Key, msgs[1].Key)
 	}
 	// Read back: the same events, extensions as strings (binary mode has no other type).
-	p := page(t, k.source("emit"), PageRequest{Max: 10})
+	p := page(t, k.source("emit"), client.PageRequest{Max: 10})
 	wantBack := []string{
 		`{"specversion":"1.0","id":"e1","source":"openedx/lms/web","type":"org.openedx.learning.course.enrollment.created.v1","subject":"course-v1:edX+DemoX","time":"2026-01-02T03:04:05Z","datacontenttype":"application/json","minorversion":"0","pii":"false","sourcehost":"lms-1","data":{"user":{"id":7}}}`,
 		events[1], events[2],

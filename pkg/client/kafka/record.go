@@ -180,6 +180,11 @@ func itemPrefix(b []byte, r *kgo.Record, typ string) (out []byte, cur, ev span) 
 
 type span struct{ start, end int }
 
+// lineRaw is an item's JSON from its line (the JSON and a newline): the newline lies just
+// past the item, within its capacity, so that items made one after another in an arena are
+// JSON lines lying one after another in memory, which a renderer writes as they lie.
+func lineRaw(line []byte) []byte { return line[: len(line)-1 : len(line)] }
+
 // built is an item made from a record.
 type built struct {
 	raw       []byte // the whole item: {"cursor":…,"event":…,"data":…}
@@ -233,9 +238,9 @@ func (d *decoder) build(r *kgo.Record, m *matcher) (it built, ok bool) {
 		if !m.all && !(m.headers && headerMatch) && !(!m.headers && m.q.MatchJSON(out[start:])) {
 			return built{}, false
 		}
-		out = append(out, '}')
+		out = append(out, '}', '\n')
 		d.mem.took(out)
-		it = built{raw: out[:len(out):len(out)], cur: cur, ev: ev, dataStart: start}
+		it = built{raw: lineRaw(out), cur: cur, ev: ev, dataStart: start}
 		it.typ = d.intern(typ, out[ev.start:ev.end])
 		return it, true
 	case looksStructured(r.Value) && (!hasCT || cevent.IsJSONMediaType(ct)):
@@ -279,9 +284,9 @@ func (d *decoder) structured(r *kgo.Record, m *matcher, h header) (built, bool) 
 	b, cur, evs := itemPrefix(d.mem.alloc(80+6*len(ev.Type)+len(ev.JSON)), r, ev.Type)
 	start := len(b)
 	b = append(b, ev.JSON...)
-	b = append(b, '}')
+	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: b[:len(b):len(b)], cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
 	it.typ = d.intern(ev.Type, b[evs.start:evs.end])
 	return it, true
 }
@@ -295,9 +300,9 @@ func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
 	b, cur, evs := itemPrefix(d.mem.alloc(80+6*len(d.topic)+len(js)), r, d.topic)
 	start := len(b)
 	b = append(b, js...)
-	b = append(b, '}')
+	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: b[:len(b):len(b)], cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
 	it.typ = d.intern(d.topic, b[evs.start:evs.end])
 	return it, true
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 func hdrs(kv ...string) []kgo.RecordHeader {
@@ -19,7 +21,7 @@ func hdrs(kv ...string) []kgo.RecordHeader {
 }
 
 // buildAll makes the item of r with no filter.
-func buildAll(t *testing.T, r *kgo.Record) Item {
+func buildAll(t *testing.T, r *kgo.Record) client.Item {
 	t.Helper()
 	m, err := compileQuery("")
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,102 +19,61 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
-// PageRequest asks for one page of a topic's items.
-type PageRequest struct {
-	Query   string        // filter query (pkg/filter), evaluated on each record's CloudEvent
-	After   string        // position, exclusive: "" is the log start of every partition
-	Before  string        // backward pages: position, exclusive upper bound; "" is the head
-	Through string        // forward pages: a position where the range ends ("" none)
-	Max     int           // most items to return (at least 1)
-	Wait    time.Duration // forward: when nothing after After matches yet, wait up to this long
-	// Backward asks for the items before Before (and at or after After), newest first.
-	Backward bool
-	// NoGap: After was made up (a time's offsets): report no gap before it.
-	NoGap bool
-	// Reuse takes the items' memory from a pool, to be given back with Page.Release once
-	// they are written out (a replay's pages): less work for the garbage collector.
-	Reuse bool
+// lost is what a forward page found lost after the position it started from: records of
+// some partitions that went before the reader examined them. A compacted topic's holes are
+// not lost records and are never reported.
+type lost struct {
+	after          string // the position the page started from
+	oldest, newest string // every partition's log start and end, as seen then
+	parts          []partLoss
 }
 
-// Page is one page of items.
-type Page struct {
-	Items []Item // oldest first, or newest first when backward
-	More  bool   // more items within the bounds in that direction, as far as the source knows
-	// Oldest and Newest are positions: the log start and the end (the last stable
-	// offset) of every partition, as last seen; "" when unknown.
-	Oldest, Newest string
-	// Next: forward, the position to ask After next time (it may be past the last item,
-	// over records that did not match); backward, the position to ask Before next time.
-	Next string
-	Gap  *Gap // records lost after After (forward pages); nil if none
-
-	arena *arena // the items' memory, when it is pooled (PageRequest.Reuse)
+// partLoss is what one partition lost: offsets from up to, not including, to; to is -1 when
+// the partition cannot tell (its log was truncated).
+type partLoss struct {
+	partition int32
+	from, to  int64
+	why       string
 }
 
-// Release gives the memory of the page's items back for later pages, when the request
-// asked for it (Reuse): the items must not be used after, nor their strings. Without
-// Reuse it does nothing.
-func (p *Page) Release() {
-	if p != nil && p.arena != nil {
-		p.arena.release()
-		p.arena, p.Items = nil, nil
+func (l *lost) add(p partLoss) { l.parts = append(l.parts, p) }
+
+// gap is the loss as the client reports it: the count when every partition can tell it,
+// and each partition's offsets in Detail.
+func (l *lost) gap() *client.Gap {
+	if l == nil {
+		return nil
 	}
-}
-
-// Item is one record as an event item.
-type Item struct {
-	Cursor string          // PARTITION/OFFSET
-	Event  string          // the CloudEvent's type
-	Data   json.RawMessage // the CloudEvent in the JSON format
-	Raw    json.RawMessage // {"cursor":…,"event":…,"data":…}
-	// Pos is the position once this item is examined: forward, every record up to it in
-	// the page's order; backward, every record from it on (the Before to go on from).
-	Pos string
-}
-
-// Gap is records a forward reader lost: a partition's log start moved past the reader's
-// next offset (retention, DeleteRecords) or its log was truncated. A compacted topic's
-// holes are not lost records and are never reported.
-type Gap struct {
-	After      string // the position the reader had
-	Oldest     string // the log start of every partition now
-	Newest     string // the end of every partition now
-	Lost       int64  // records lost, -1 when a partition cannot tell
-	Partitions []PartitionGap
-}
-
-// PartitionGap is the records one partition lost.
-type PartitionGap struct {
-	Partition int32
-	From, To  int64 // offsets From up to, not including, To are gone; To is -1 when unknown
-	Why       string
-}
-
-// Description says what was lost: "partition 2: offsets 100–199 are gone (100 records)".
-func (g *Gap) Description() string {
-	parts := make([]string, 0, len(g.Partitions))
-	for _, p := range g.Partitions {
+	g := &client.Gap{Kind: client.GapLost, After: l.after, Oldest: l.oldest, Newest: l.newest}
+	parts := make([]string, 0, len(l.parts))
+	known := true
+	for _, p := range l.parts {
 		switch {
-		case p.To < 0:
-			parts = append(parts, fmt.Sprintf("partition %d: %s", p.Partition, p.Why))
-		case p.To-p.From == 1:
-			parts = append(parts, fmt.Sprintf("partition %d: offset %d is gone (%s)", p.Partition, p.From, p.Why))
+		case p.to < 0:
+			known = false
+			parts = append(parts, fmt.Sprintf("partition %d: %s", p.partition, p.why))
+		case p.to-p.from == 1:
+			g.Lost++
+			parts = append(parts, fmt.Sprintf("partition %d: offset %d (1 record) is gone, %s", p.partition, p.from, p.why))
 		default:
-			parts = append(parts, fmt.Sprintf("partition %d: offsets %d–%d are gone, %d records (%s)", p.Partition, p.From, p.To-1, p.To-p.From, p.Why))
+			g.Lost += uint64(p.to - p.from)
+			parts = append(parts, fmt.Sprintf("partition %d: offsets %d–%d (%d records) are gone, %s", p.partition, p.from, p.to-1, p.to-p.from, p.why))
 		}
 	}
-	return strings.Join(parts, "; ")
+	if !known {
+		g.Lost = 0
+	}
+	g.Detail = strings.Join(parts, "; ")
+	return g
 }
 
-func (g *Gap) add(p PartitionGap) {
-	g.Partitions = append(g.Partitions, p)
-	if p.To < 0 || g.Lost < 0 {
-		g.Lost = -1
-	} else {
-		g.Lost += p.To - p.From
-	}
+// belowStart says why records below a partition's log start are gone.
+func belowStart(start int64) string {
+	return fmt.Sprintf("below the partition's log start, %d (retention or deleted records)", start)
 }
 
 // Source reads one topic of one cluster. It keeps one client for its life: forward pages
@@ -221,12 +180,6 @@ func (s *Source) directClient() (*kgo.Client, error) {
 // without options or credentials.
 func (s *Source) Node() string { return s.node }
 
-// CheckQuery reports a query the source cannot evaluate: one that does not compile.
-func (s *Source) CheckQuery(q string) error {
-	_, err := s.matcher(q)
-	return err
-}
-
 func (s *Source) matcher(q string) (*matcher, error) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
@@ -241,38 +194,34 @@ func (s *Source) matcher(q string) (*matcher, error) {
 	return m, nil
 }
 
-// Identity is the topic's id as Kafka prints it (URL-safe base64): a topic deleted and
-// made again under its name has another, and positions in the old one mean nothing in the
-// new. It is "" when the cluster does not give topic ids.
-func (s *Source) Identity(ctx context.Context) (string, error) {
-	td, err := s.topic(ctx)
-	if err != nil {
-		return "", err
+// idText is a topic's id as Kafka prints it (URL-safe base64): a topic deleted and made
+// again under its name has another, and positions in the old one mean nothing in the new.
+// It is "" when the cluster does not give topic ids.
+func idText(id kadm.TopicID) string {
+	if id == (kadm.TopicID{}) {
+		return ""
 	}
-	if td.ID == (kadm.TopicID{}) {
-		return "", nil
-	}
-	return base64.RawURLEncoding.EncodeToString(td.ID[:]), nil
+	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-// Page returns one page of the topic's items. Errors for which Retryable is true may pass
-// (the caller retries with backoff); others are final.
-func (s *Source) Page(ctx context.Context, r PageRequest) (*Page, error) {
+// Page returns one page of the topic's items (see client.Source). Errors for which
+// client.Retryable is true may pass (the caller retries with backoff); others are final.
+func (s *Source) Page(ctx context.Context, r client.PageRequest) (*client.Page, error) {
 	if r.Max < 1 {
-		return nil, errors.New("kafka: a page needs Max of at least 1")
+		return nil, final(errors.New("kafka: a page needs Max of at least 1"))
 	}
 	m, err := s.matcher(r.Query)
 	if err != nil {
-		return nil, err
+		return nil, final(&client.QueryError{Query: r.Query, Language: "evtctl's filter language", Err: err})
 	}
-	var p *Page
+	var p *client.Page
 	if r.Backward {
 		p, err = s.backward(ctx, r, m)
 	} else {
 		p, err = s.forwardPage(ctx, r, m)
 	}
 	if err != nil {
-		return nil, s.classify(err)
+		return nil, final(s.classify(err))
 	}
 	return p, nil
 }
@@ -324,7 +273,7 @@ func (s *Source) refresh(ctx context.Context) (marks, error) {
 		s.mmu.Unlock()
 		return marks{}, &TopicError{Node: s.node, Msg: fmt.Sprintf("topic %q was deleted and made again while it was read", s.cfg.Topic)}
 	}
-	s.marks = mk
+	s.marks = mk.clone() // note writes the source's copy while the caller reads its own
 	s.mmu.Unlock()
 	return mk, nil
 }
@@ -348,7 +297,12 @@ func fill(dst []int64, l kadm.ListedOffsets, topic string) error {
 func (s *Source) known() marks {
 	s.mmu.Lock()
 	defer s.mmu.Unlock()
-	return marks{id: s.marks.id, start: append([]int64(nil), s.marks.start...), end: append([]int64(nil), s.marks.end...), seen: s.marks.seen}
+	return s.marks.clone()
+}
+
+// clone is a copy of m that shares no memory with it.
+func (m marks) clone() marks {
+	return marks{id: m.id, start: slices.Clone(m.start), end: slices.Clone(m.end), seen: m.seen}
 }
 
 // note records a partition's start and end offsets as a fetch reported them.
@@ -485,13 +439,31 @@ func Retryable(err error) bool {
 	return false
 }
 
+// finalError is an error of the source that retrying cannot mend: it says so to
+// client.Retryable.
+type finalError struct{ err error }
+
+func (e *finalError) Error() string   { return e.err.Error() }
+func (e *finalError) Unwrap() error   { return e.err }
+func (e *finalError) Retryable() bool { return false }
+
+// final marks err final for client.Retryable when Retryable says it is; errors that may
+// pass, and the caller's own cancellation, are returned as they are.
+func final(err error) error {
+	var fe *finalError
+	if err == nil || Retryable(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &fe) {
+		return err
+	}
+	return &finalError{err}
+}
+
 // errStuck is a partition known to hold records that a fetch did not bring in time.
 var errStuck = errors.New("kafka: the brokers did not return records the partitions are known to hold")
 
 // itemOf makes the page item of a built record; pos is the position text after it.
-func itemOf(b built, pos string) Item {
+func itemOf(b built, pos string) client.Item {
 	raw := b.raw
-	it := Item{
+	it := client.Item{
 		Cursor: unsafe.String(&raw[b.cur.start], b.cur.end-b.cur.start),
 		Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
 		Raw:    raw,

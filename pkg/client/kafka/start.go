@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,51 +11,83 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// StartKind is a starting point of a reader.
-type StartKind int
-
-// Starting points.
-const (
-	StartHead   StartKind = iota // every partition's end: only records written from now on
-	StartOldest                  // every partition's log start
-	StartTime                    // in every partition, the first record stamped at or after Time
-)
-
-// Start names a starting point.
-type Start struct {
-	Kind StartKind
-	Time time.Time // for StartTime
+// Bounds reports every partition's log start (oldest) and end (newest, the last stable
+// offset) as positions. A topic that holds no record has them equal.
+func (s *Source) Bounds(ctx context.Context) (oldest, newest string, err error) {
+	mk, err := s.refresh(ctx)
+	if err != nil {
+		return "", "", final(err)
+	}
+	return Position(mk.start).String(), Position(mk.end).String(), nil
 }
 
-// Start returns the position of a starting point. A time's position is made up (ask pages
-// after it with NoGap): in a partition with no record at or after the time, it is the end.
-func (s *Source) Start(ctx context.Context, at Start) (string, error) {
-	switch at.Kind {
-	case StartHead, StartOldest:
-		mk, err := s.refresh(ctx)
-		if err != nil {
-			return "", err
-		}
-		if at.Kind == StartHead {
-			return Position(mk.end).String(), nil
-		}
-		return Position(mk.start).String(), nil
-	case StartTime:
+// At is the position of every partition's first record stamped at or after t (its end
+// where it has none): a reader after it reads from t on. It is made up, not a position a
+// reader held: pages after it are asked with NoGap.
+func (s *Source) At(ctx context.Context, t time.Time) (string, error) {
+	td, err := s.topic(ctx)
+	if err != nil {
+		return "", final(err)
+	}
+	// Records are stamped in whole milliseconds: the first at or after t is the first at or
+	// after t rounded up to one.
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	l, err := s.adm.ListOffsetsAfterMilli(ctx, ms, s.cfg.Topic)
+	if err != nil {
+		return "", final(s.classify(err))
+	}
+	pos := make(Position, len(td.Partitions))
+	if err := fill(pos, l, s.cfg.Topic); err != nil {
+		return "", final(s.classify(err))
+	}
+	return pos.String(), nil
+}
+
+// identity is what a checkpoint keeps of the topic it was read from.
+type identity struct {
+	Topic string `json:"kafka_topic"`
+	// ID is the topic's id (see topicID); "" when the cluster gives none.
+	ID string `json:"kafka_topic_id,omitempty"`
+}
+
+// Identity names the topic, for a checkpoint: its name and its id, which a topic deleted
+// and made again under the same name does not keep. It is the same at every position.
+func (s *Source) Identity(ctx context.Context, _ string) (json.RawMessage, error) {
+	// The id the reader saw last: a reader refuses to go on in a topic made again (see
+	// refresh), so it names the topic the positions it handed out are of.
+	id := s.known().id
+	if id == (kadm.TopicID{}) {
 		td, err := s.topic(ctx)
 		if err != nil {
-			return "", err
+			return nil, final(err)
 		}
-		l, err := s.adm.ListOffsetsAfterMilli(ctx, at.Time.UnixMilli(), s.cfg.Topic)
-		if err != nil {
-			return "", s.classify(err)
-		}
-		pos := make(Position, len(td.Partitions))
-		if err := fill(pos, l, s.cfg.Topic); err != nil {
-			return "", s.classify(err)
-		}
-		return pos.String(), nil
+		id = td.ID
 	}
-	return "", fmt.Errorf("kafka: unknown starting point %d", at.Kind)
+	return json.Marshal(identity{Topic: s.cfg.Topic, ID: idText(id)})
+}
+
+// CheckIdentity refuses a position saved from another topic, or from this one before it
+// was deleted and made again.
+func (s *Source) CheckIdentity(ctx context.Context, saved json.RawMessage) error {
+	var id identity
+	if err := json.Unmarshal(saved, &id); err != nil || id.Topic == "" {
+		return fmt.Errorf("the saved position's topic is unreadable (%s)", clip(string(saved)))
+	}
+	if id.Topic != s.cfg.Topic {
+		return fmt.Errorf("it was read from topic %q, not %q", id.Topic, s.cfg.Topic)
+	}
+	td, err := s.topic(ctx)
+	if err != nil {
+		return final(err)
+	}
+	now := idText(td.ID)
+	if id.ID != "" && now != "" && id.ID != now {
+		return fmt.Errorf("topic %q was deleted and made again since (its id was %s, and is %s)", s.cfg.Topic, id.ID, now)
+	}
+	return nil
 }
 
 // Commit commits pos to the consumer group named group, as the group's offsets of the
@@ -78,11 +111,11 @@ func (s *Source) Commit(ctx context.Context, group, pos string) error {
 	}
 	resp, err := s.adm.CommitOffsets(ctx, group, os)
 	if err != nil {
-		return s.commitErr(group, err)
+		return final(s.commitErr(group, err))
 	}
 	s.answered.Store(true)
 	if err := resp.Error(); err != nil {
-		return s.commitErr(group, err)
+		return final(s.commitErr(group, err))
 	}
 	return nil
 }
@@ -117,14 +150,14 @@ func (e *GroupError) Unwrap() error { return e.Err }
 func (s *Source) Committed(ctx context.Context, group string) (pos string, ok bool, err error) {
 	mk, err := s.refresh(ctx)
 	if err != nil {
-		return "", false, err
+		return "", false, final(err)
 	}
 	resp, err := s.adm.FetchOffsetsForTopics(ctx, group, s.cfg.Topic)
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, s.classify(err)
+		return "", false, final(s.classify(err))
 	}
 	p := make(Position, len(mk.start))
 	for i := range p {

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Drives `evtctl tail -i` on a Kafka topic in a detached tmux session and checks what the
+# screen shows with capture-pane. Run by TestInteractiveKafkaTmux, which starts a
+# Kafka-protocol broker holding topic "seeded" of 3 partitions with 300 Open edX events of
+# type org.example.tmux.seeded.v1 (subjects seed-1 ... seed-300, in that order) and sets:
+#
+#   EVTCTL       the evtctl binary (the test binary, with EVTCTL_TEST_AS_MAIN=1)
+#   TOPIC        the topic's address, kafka://HOST:PORT/seeded
+#   WORK         an empty directory for the tmux socket
+#
+# It exits 0 when every check passes, and otherwise prints the failed check and the screen.
+set -eu
+: "${EVTCTL:?}" "${TOPIC:?}" "${WORK:?}"
+
+sock="$WORK/tmux.sock"
+t() { tmux -S "$sock" -f /dev/null "$@"; }
+screen() { t capture-pane -p -t ui; }
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- the screen:" >&2
+	screen >&2 || true
+	t kill-server 2>/dev/null || true
+	exit 1
+}
+# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
+wait_for() {
+	i=0
+	until screen | grep -qF -- "$1"; do
+		i=$((i + 1))
+		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
+		sleep 0.05
+	done
+}
+
+t new-session -d -s ui -x 120 -y 40 -c "$WORK" \
+	"env EVTCTL_TEST_AS_MAIN=1 '$EVTCTL' tail -i --node '$TOPIC' --keep 100 --page-size 50; echo \"exit=\$?\" > '$WORK/status'; exec sleep 60"
+
+# It opens at the head, live: the newest events the topic holds, and the topic's address.
+wait_for "● LIVE"
+wait_for "seed-300"
+wait_for "kafka://"
+
+# New records appear as they are produced.
+"$EVTCTL" emit --to "$TOPIC" --type org.example.tmux.followed.v1 --source /tmux --subject followed-1 --count 2 >/dev/null
+wait_for "org.example.tmux.followed.v1"
+
+# Scrolling back past the 100 events held fetches older pages (positions before an event),
+# down to the topic's first record.
+t send-keys -t ui -N 30 PageUp
+wait_for "· no older events on the node ·"
+wait_for " seed-1 "
+t send-keys -t ui End
+wait_for "followed-1"
+
+t send-keys -t ui q
+i=0
+until [ -s "$WORK/status" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
+	sleep 0.05
+done
+grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+t kill-server
+echo ok
