@@ -132,6 +132,13 @@ const (
 	KeyEnd = "end"
 )
 
+// Names of the members of an IngestReply and a BatchReply.
+const (
+	KeyDuplicate = "duplicate"
+	KeyCount     = "count"
+	KeyResults   = "results"
+)
+
 // Names of the members of the JSON-RPC envelope and of its error object.
 const (
 	KeyJSONRPC = "jsonrpc"
@@ -293,9 +300,9 @@ type StreamTail struct {
 // also says the event's id and type).
 type IngestReply struct {
 	Cursor    string `json:"cursor"`
-	Duplicate bool   `json:"duplicate"` // the node held an event of that source and id: not stored again
-	ID        string `json:"id,omitempty"`
-	Type      string `json:"type,omitempty"`
+	Duplicate bool   `json:"duplicate"`      // the node held an event of that source and id: not stored again
+	ID        string `json:"id,omitempty"`   // a signal's
+	Type      string `json:"type,omitempty"` // a signal's
 }
 
 // BatchReply is an evtctl node's answer to a batch: a result for each event, in order.

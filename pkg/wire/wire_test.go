@@ -42,6 +42,8 @@ func TestTagsAreTheNames(t *testing.T) {
 		{wire.Error{}, []string{wire.KeyCode, wire.KeyMessage, wire.KeyData}},
 		{wire.StreamEnd{}, []string{wire.KeyEnd}},
 		{wire.StreamTail{}, []string{wire.KeyMore, wire.KeyResume, wire.KeyNewest}},
+		{wire.IngestReply{}, []string{wire.KeyCursor, wire.KeyDuplicate, wire.KeyID, "type"}},
+		{wire.BatchReply{}, []string{wire.KeyCount, wire.KeyResults}},
 	} {
 		if got := tags(reflect.TypeOf(c.v)); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%T: JSON names %q, want %q", c.v, got, c.want)
