@@ -21,6 +21,7 @@ import (
 	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 func init() {
@@ -282,7 +283,7 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 // receiver gets a valid event whose id (the cursor) is stable across retries and restarts.
 func TestForwardWrapsTendermintItems(t *testing.T) {
 	t.Parallel()
-	it := client.Item{Cursor: "18ea61a27c399e6c-00c6", Event: "Tx", Data: json.RawMessage(`{"type":"tendermint/event/Tx","value":{"height":202}}`)}
+	it := client.Item{Item: wire.Item{Cursor: "18ea61a27c399e6c-00c6", Event: "Tx", Data: json.RawMessage(`{"type":"tendermint/event/Tx","value":{"height":202}}`)}}
 	b := asCloudEvent("http://tm:26657", it)
 	ev, err := cevent.DecodeStructured(b, cevent.Limits{})
 	if err != nil {
@@ -291,7 +292,7 @@ func TestForwardWrapsTendermintItems(t *testing.T) {
 	if ev.ID != it.Cursor || ev.Source != "http://tm:26657" || ev.Type != "Tx" || !strings.Contains(string(b), `"data":{"type":"tendermint/event/Tx","value":{"height":202}}`) {
 		t.Errorf("wrapped as %s", b)
 	}
-	own := client.Item{Cursor: "c", Data: json.RawMessage(`{"specversion":"1.0","id":"x","source":"/s","type":"t"}`)}
+	own := client.Item{Item: wire.Item{Cursor: "c", Data: json.RawMessage(`{"specversion":"1.0","id":"x","source":"/s","type":"t"}`)}}
 	if got := asCloudEvent("http://n", own); string(got) != string(own.Data) {
 		t.Errorf("a CloudEvent was changed: %s", got)
 	}

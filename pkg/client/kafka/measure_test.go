@@ -21,6 +21,7 @@ import (
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/client/kafka"
 	"github.com/evtctl/evtctl/pkg/render"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // TestMeasureRead compares, in one run, reading a topic of Open edX CloudEvents (binary
@@ -204,7 +205,7 @@ func readEvtctl(addr string, pageMax int) (int, error) {
 			return n, err
 		}
 		for _, it := range p.Items {
-			if err := r.Item(client.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data, Raw: it.Raw}); err != nil {
+			if err := r.Item(client.Item{Item: wire.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data}, Raw: it.Raw}); err != nil {
 				return n, err
 			}
 		}
@@ -278,7 +279,7 @@ func BenchmarkItemOfRecord(b *testing.B) {
 		if !ok {
 			b.Fatal("no item")
 		}
-		if err := r.Item(client.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data, Raw: it.Raw}); err != nil {
+		if err := r.Item(client.Item{Item: wire.Item{Cursor: it.Cursor, Event: it.Event, Data: it.Data}, Raw: it.Raw}); err != nil {
 			b.Fatal(err)
 		}
 		i++
