@@ -1139,9 +1139,11 @@ func appendBatchReply(b []byte, res []eventlog.AppendResult) []byte {
 		}
 		b = append(b, itemCursor...)
 		b = r.Cursor.Append(b)
-		b = append(b, batchDuplicate...)
-		b = strconv.AppendBool(b, r.Duplicate)
-		b = append(b, '}')
+		if r.Duplicate {
+			b = append(b, batchDuplicate+"true}"...)
+		} else {
+			b = append(b, batchDuplicate+"false}"...)
+		}
 	}
 	return append(b, "]}"...)
 }
