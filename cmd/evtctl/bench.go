@@ -101,7 +101,9 @@ the environment of the run.
   attack    honest producers and a reader while clients try to shut them out
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
-latency send events, so they need an evtctl node. --embedded starts a node for the run.
+latency send events, so they need an evtctl node — except latency against a CometBFT node,
+which sends transactions. replay and latency read a CometBFT node as tail and replay do.
+--embedded starts a node for the run.
 Ctrl-C stops a bench; what was measured so far is reported, marked as partial.`,
 		Example: `  evtctl bench ingest --embedded
   evtctl bench latency --embedded --rate 1000 --duration 10s
@@ -200,7 +202,13 @@ does (long-polling, each batch rendered as JSON lines and flushed), and report p
 the time from each append's acknowledgement (its 2xx) to the tail's receipt of that event,
 matched by id. Events appended in the --warmup are not counted. An event that reaches the
 tail before its producer has the acknowledgement counts as 0 ms (and is counted). Needs an
-evtctl node (or --embedded), since it appends.`,
+evtctl node (or --embedded), since it appends.
+
+Against a CometBFT node it sends transactions instead (broadcast_tx_sync of
+"evtctl-bench-ID=xxx…", which the kvstore application takes; a chain that refuses them is
+said to), and times each from its block's commit (the time in the validators' precommit
+votes, the node's clock) to its line written out; latency_p99's goal is the block time
+measured in the run plus 100 ms. from_send_* times each from its sending.`,
 		Example: `  evtctl bench latency --embedded
   evtctl bench latency --node http://127.0.0.1:7480 --rate 1000 --duration 30s`,
 		Args: noArgs,
@@ -262,10 +270,16 @@ client without curl): the transport's limit, and the replay's time as a multiple
 
 With --node nothing is loaded unless --events says how many (a node of someone else's should
 not get a million test events by surprise): what the node holds is replayed, and the
-filtered pass runs only with --query or --type. A Tendermint node cannot be loaded.`,
+filtered pass runs only with --query or --type. A Tendermint node cannot be loaded.
+
+Against a CometBFT node the heights it holds are replayed, and read again by a plain Go loop
+of block_results and block calls with as many in flight, in each run (once untimed first, to
+warm the node): heights and ABCI events a second both ways, and the replay's rate as a share
+of the loop's (ratio_to_plain).`,
 		Example: `  evtctl bench replay --embedded --events 1000000 --runs 3
   evtctl bench replay --node http://127.0.0.1:7480 --events 100000
-  evtctl bench replay --node http://tendermint:26657 -q "tm.event = 'Tx'"`,
+  evtctl bench replay --node http://tendermint:26657 -q "tm.event = 'Tx'"
+  evtctl bench replay --node http://127.0.0.1:26657 --runs 3`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
@@ -18,7 +18,6 @@ import (
 	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
-	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/render"
 )
@@ -37,6 +36,16 @@ type nodeOptions struct {
 	exact bool
 	// resolved is what settings found last, for messages about the node (see explain).
 	resolved nodeSettings
+	// notes are what the client says on stderr (what the node turned out to be); while
+	// the terminal UI draws there, they are held back (see holdNotes).
+	notes heldNotes
+}
+
+// heldNotes are lines for stderr kept back while the terminal UI draws on the terminal.
+type heldNotes struct {
+	mu    sync.Mutex
+	held  bool
+	lines []string
 }
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
@@ -167,13 +176,42 @@ func (o *nodeOptions) client(streams *iostreams.IOStreams) (*client.Client, erro
 	}
 	var onDetect func(string)
 	if streams != nil {
-		onDetect = func(what string) { fmt.Fprintf(streams.ErrOut, "evtctl: %s\n", safeText(what)) }
+		onDetect = func(what string) { o.note(streams, "evtctl: "+safeText(what)+"\n") }
 	}
 	c, err := client.New(client.Options{Node: s.Node, Token: s.Token, CAFile: s.CAFile, Insecure: s.Insecure, UserAgent: "evtctl/" + versionString(), OnDetect: onDetect})
 	if err != nil {
 		return nil, usagef("%v", err) // the CA file
 	}
 	return c, nil
+}
+
+// note says line on stderr, or keeps it for later while notes are held.
+func (o *nodeOptions) note(streams *iostreams.IOStreams, line string) {
+	o.notes.mu.Lock()
+	defer o.notes.mu.Unlock()
+	if o.notes.held {
+		o.notes.lines = append(o.notes.lines, line)
+		return
+	}
+	fmt.Fprint(streams.ErrOut, line)
+}
+
+// holdNotes keeps back what the client would say on stderr from now on, for as long as the
+// terminal UI draws on the terminal, where a line would be written over it; the function it
+// returns says what was kept, once the UI has given the terminal back.
+func (o *nodeOptions) holdNotes(streams *iostreams.IOStreams) func() {
+	o.notes.mu.Lock()
+	o.notes.held = true
+	o.notes.mu.Unlock()
+	return func() {
+		o.notes.mu.Lock()
+		defer o.notes.mu.Unlock()
+		o.notes.held = false
+		for _, l := range o.notes.lines {
+			fmt.Fprint(streams.ErrOut, l)
+		}
+		o.notes.lines = nil
+	}
 }
 
 func firstNonEmpty(vs ...string) string {
@@ -418,57 +456,6 @@ func (o *outputOptions) renderer(ctx context.Context, s *iostreams.IOStreams) (*
 		return nil, usagef("%v", err)
 	}
 	return r, nil
-}
-
-// parsePosition reads a start or end of a range: @FILE (a checkpoint), a cursor, an RFC 3339
-// time, or a duration back from now.
-func parsePosition(flag, s string, now time.Time) (client.Position, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return client.Position{}, nil
-	case strings.HasPrefix(s, "@"):
-		cp, ok, err := cursor.LoadCheckpoint(s[1:])
-		if err != nil {
-			return client.Position{}, usagef("%s: %v", flag, err)
-		}
-		if !ok {
-			return client.Position{}, usagef("%s: checkpoint file %s does not exist", flag, s[1:])
-		}
-		if cp.Cursor != "" && !client.IsCursor(cp.Cursor) {
-			return client.Position{}, usagef("%s: checkpoint %s: %q is not a cursor", flag, s[1:], cp.Cursor)
-		}
-		if cp.AtStart() && flag == "--to" {
-			// As a start it is the log's start; as an end it would read as open (the head).
-			return client.Position{}, usagef("%s: checkpoint %s is at the log's start, before every event: no range ends there", flag, s[1:])
-		}
-		return client.Position{Cursor: cp.Cursor, Time: cp.Since}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return client.Position{Time: t}, nil
-	}
-	if client.IsCursor(s) {
-		return client.Position{Cursor: s}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return client.Position{Time: now.Add(-d)}, nil
-	}
-	return client.Position{}, usagef("%s %q: want a cursor, @CHECKPOINT_FILE, an RFC 3339 time (2026-11-22T10:00:00Z) or a duration (10m)", flag, s)
-}
-
-// parseSince reads --since: an RFC 3339 time, or a duration back from now.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return now.Add(-d), nil
-	}
-	if client.IsCursor(s) || strings.HasPrefix(s, "@") {
-		return time.Time{}, usagef("--since %q: --since takes a duration or a time; a cursor or checkpoint goes to --after (tail) or --from (replay)", s)
-	}
-	return time.Time{}, usagef("--since %q: want a duration back from now (10m, 2h30m) or an RFC 3339 time (2026-11-22T10:00:00Z)", s)
 }
 
 // headerEncodingOption is --header-encoding, which emit and forward share.

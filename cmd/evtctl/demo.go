@@ -128,7 +128,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		}
 		return runTail(gctx, &tailOptions{
 			streams: opts.streams, node: nodeOptions{Node: node.URL, exact: true}, query: opts.query, output: opts.output,
-			FromStart: true, Count: opts.Count, OnGap: "warn", PageSize: 100, Wait: 25 * time.Second, now: time.Now,
+			start: startOptions{FromStart: true}, Count: opts.Count, OnGap: "warn", PageSize: 100, Wait: 25 * time.Second,
 		})
 	})
 	return g.Wait()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ type emitOptions struct {
 	BatchSize       int
 	Headers         []string
 	Count           int
+	endless         bool // --count 0: send until interrupted
 	Rate            float64
 	File            string
 	Spool           string
@@ -77,8 +79,8 @@ func newCmdEmitWith(streams *iostreams.IOStreams, run func(context.Context, *emi
 	cmd := &cobra.Command{
 		Use:   "emit",
 		Short: "Send CloudEvents to a node or any CloudEvents HTTP receiver",
-		Long: `Send test CloudEvents: one from flags, --count of them from templates, or JSON lines from
---file (one CloudEvent in JSON format per line; - for stdin).
+		Long: `Send test CloudEvents: one from flags, --count of them from templates (--count 0: until
+interrupted), or JSON lines from --file (one CloudEvent in JSON format per line; - for stdin).
 
 Defaults follow OEP-41: specversion 1.0, id a UUID1, time now in UTC, datacontenttype
 application/json, and the extensions minorversion 0 and pii false.
@@ -143,7 +145,7 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	opts.HeaderEncoding.addFlag(f)
 	f.IntVar(&opts.BatchSize, "batch-size", 0, "events per request in batch mode (default: as many as fit in 1 MiB, at most 4096)")
 	f.StringArrayVarP(&opts.Headers, "header", "H", nil, "extra HTTP header 'Name: value' (repeatable)")
-	f.IntVar(&opts.Count, "count", 0, "send this many events made from the flags (default 1)")
+	f.IntVar(&opts.Count, "count", 1, "send this many events made from the flags; 0: until interrupted")
 	f.Float64Var(&opts.Rate, "rate", 0, "events per second, spread evenly (0: as fast as the receiver takes them)")
 	f.StringVar(&opts.File, "file", "", "send the CloudEvents in this JSON-lines file (- for stdin)")
 	f.StringVar(&opts.Spool, "spool", "", "write every event durably to this directory before sending any; remove each once delivered")
@@ -189,6 +191,7 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	if o.Count < 0 || o.Rate < 0 {
 		return usagef("--count and --rate must not be negative")
 	}
+	o.endless = cmd.Flags().Changed("count") && o.Count == 0
 	if _, err := o.HeaderEncoding.get(o.Mode); err != nil {
 		return err
 	}
@@ -211,7 +214,7 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 		}
 	}
 	if o.Flush != "" {
-		if o.File != "" || o.Count > 0 || o.Spool != "" {
+		if o.File != "" || cmd.Flags().Changed("count") || o.Spool != "" {
 			return usagef("--flush sends what a spool holds; it takes no --file, --count or --spool")
 		}
 		return nil
@@ -227,7 +230,18 @@ func (o *emitOptions) validate(cmd *cobra.Command) error {
 	if o.Type == "" || o.Source == "" {
 		return usagef("--type and --source are required (or give --file)")
 	}
+	if o.endless && o.Spool != "" {
+		return usagef("--spool writes every event of the run before it sends any: it needs an end, not --count 0")
+	}
 	return nil
+}
+
+// total is how many events the flags make: --count, 1 by default; 0 for no end (--count 0).
+func (o *emitOptions) total() int {
+	if o.endless {
+		return 0
+	}
+	return max(o.Count, 1)
 }
 
 // target resolves where events go and the sender options.
@@ -393,13 +407,16 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	count := max(o.Count, 1)
-	if count > 1 && o.ID != "" && !strings.Contains(o.ID, "{{") {
+	count := o.total()
+	if count != 1 && o.ID != "" && !strings.Contains(o.ID, "{{") {
+		if count == 0 {
+			return nil, usagef("--count 0 with a fixed --id would send one event again and again; use a template such as --id 'order-{{.Seq}}'")
+		}
 		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
 	}
 	seq := 0
 	return func() ([]byte, int, error) {
-		if seq == count {
+		if seq == count && count > 0 {
 			return nil, seq, io.EOF
 		}
 		seq++
@@ -683,7 +700,7 @@ func (e *emitter) runDirect(ctx context.Context) error {
 		return err
 	}
 	if opts.File == "" {
-		e.prog.total = max(opts.Count, 1)
+		e.prog.total = opts.total()
 	}
 	group, lim := opts.group(), opts.limiter()
 	// The reader makes groups of events; --concurrency senders deliver them. With one
@@ -756,11 +773,12 @@ func (e *emitter) conclude(ctx context.Context, sendErr, readErr error) error {
 	switch {
 	case sendErr != nil && closedPipe(sendErr):
 		return nil
+	case ctx.Err() != nil && (sendErr != nil || readErr != nil):
+		// Interrupted (the end of a run of --count 0): what was sent is summed up.
+		e.finish()
+		return cmp.Or(sendErr, readErr, ctx.Err())
 	case sendErr != nil:
 		e.prog.done()
-		if ctx.Err() != nil {
-			return sendErr // interrupted
-		}
 		hints, failure := splitHints(e.failure(sendErr))
 		tally := e.notSent()
 		if tally == "" {
@@ -786,9 +804,12 @@ func (e *emitter) conclude(ctx context.Context, sendErr, readErr error) error {
 func (e *emitter) notSent() string {
 	n := e.delivered()
 	if e.opts.File == "" {
-		total := max(e.opts.Count, 1)
-		if total == 1 {
+		total := e.opts.total()
+		switch total {
+		case 1:
 			return ""
+		case 0:
+			return fmt.Sprintf("delivered %s before the run stopped", english.Plural(n, "event"))
 		}
 		return fmt.Sprintf("delivered %d of %s; %s not sent", n, english.Plural(total, "event"), english.WasWere(total-n, ""))
 	}
@@ -850,10 +871,14 @@ func (e *emitter) describeEvents(b batch) string {
 			return fmt.Sprintf("--file line %d", first)
 		case e.opts.File != "":
 			return fmt.Sprintf("--file lines %d-%d", first, last)
+		case e.opts.total() == 0 && first == last:
+			return fmt.Sprintf("number %d", first)
+		case e.opts.total() == 0:
+			return fmt.Sprintf("numbers %d-%d", first, last)
 		case first == last:
-			return fmt.Sprintf("number %d of %d", first, max(e.opts.Count, 1))
+			return fmt.Sprintf("number %d of %d", first, e.opts.total())
 		}
-		return fmt.Sprintf("numbers %d-%d of %d", first, last, max(e.opts.Count, 1))
+		return fmt.Sprintf("numbers %d-%d of %d", first, last, e.opts.total())
 	}
 	if len(b.events) == 1 {
 		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.events[0])), where(b.nums))

@@ -205,7 +205,7 @@ func (e *emitter) runBatched(ctx context.Context) error {
 	go func() {
 		defer close(out)
 		if opts.File == "" {
-			e.prog.total = max(opts.Count, 1)
+			e.prog.total = opts.total()
 			readerDone <- b.generated(gctx)
 			return
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,10 +27,9 @@ type forwardOptions struct {
 	streams *iostreams.IOStreams
 	node    nodeOptions
 	query   queryOptions
+	start   startOptions
 
 	To             string
-	From           string
-	Checkpoint     string
 	State          string
 	DeadLetter     string
 	Mode           string
@@ -53,12 +51,10 @@ type forwardOptions struct {
 	PageSize       int
 	Wait           time.Duration
 	RetryFor       time.Duration
-
-	now func() time.Time
 }
 
 func newCmdForward(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &forwardOptions{streams: streams, now: time.Now}
+	opts := &forwardOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "forward --to URL",
 		Short: "Deliver a node's events to a webhook, with retries and a checkpoint",
@@ -110,8 +106,7 @@ checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.
 	opts.node.addFlags(f)
 	opts.query.addFlags(f)
 	f.StringVar(&opts.To, "to", "", "the webhook to deliver to: an http(s) URL or host:port/path (required)")
-	f.StringVar(&opts.From, "from", "", "where to start without a checkpoint: start (the oldest event), a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration back (default: the head, only new events)")
-	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE and keep it updated (default DIR/checkpoint with --state)")
+	opts.start.addFlags(f, "forward")
 	f.StringVar(&opts.State, "state", "", "directory of the retry store and the 410 record (default FILE.state beside --checkpoint)")
 	f.StringVar(&opts.DeadLetter, "dead-letter", "", "append events given up on to FILE as JSON lines (default DIR/dead-letter.jsonl)")
 	enumVar(f, &opts.Mode, "mode", "binary", "CloudEvents HTTP content mode: {values}", choice{name: "binary"}, choice{name: "structured"})
@@ -175,7 +170,7 @@ type forwardPaths struct {
 }
 
 func (o *forwardOptions) paths() forwardPaths {
-	p := forwardPaths{checkpoint: o.Checkpoint, state: o.State, deadLetter: o.DeadLetter}
+	p := forwardPaths{checkpoint: o.start.Checkpoint, state: o.State, deadLetter: o.DeadLetter}
 	if p.state == "" && p.checkpoint != "" {
 		p.state = p.checkpoint + ".state"
 	}
@@ -226,9 +221,10 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := opts.node.client(opts.streams)
+	// Where --from says to begin, checked before anything is opened.
+	start, _, c, err := opts.start.resolve(ctx, &opts.node, opts.streams, opts.backoff())
 	if err != nil {
-		return err
+		return opts.node.explain(err)
 	}
 	target, err := opts.target()
 	if err != nil {
@@ -237,12 +233,6 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	delays, err := forward.ParseDelays(opts.RetryDelays)
 	if err != nil {
 		return usagef("--retry-delays: %v", err)
-	}
-	var start client.StreamOptions // where --from says to begin, checked before anything is opened
-	if opts.From != "" {
-		if err := opts.startAt(&start); err != nil {
-			return err
-		}
 	}
 	paths := opts.paths()
 	errOut := opts.streams.ErrOut
@@ -267,7 +257,7 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 
 	so := client.StreamOptions{
 		Query: query, PageSize: opts.PageSize, Wait: opts.Wait, OnRetry: retryReporter(opts.streams),
-		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+		Backoff: opts.backoff(),
 	}
 	if opts.UntilCaughtUp {
 		so.Wait = time.Millisecond // the head is the goal: do not wait there for new events
@@ -287,15 +277,13 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	case haveCP:
 		resumeAt(&so, cp)
 		from = "checkpoint " + describeCheckpoint(cp)
-		if cp.Node != "" && cp.Node != c.Node() {
-			fmt.Fprintf(errOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", paths.checkpoint, safeText(cp.Node), c.Node())
-		}
-		if opts.From != "" {
+		nodeMoved(opts.streams, paths.checkpoint, cp, c.Node())
+		if opts.start.From != "" {
 			fmt.Fprintf(errOut, "evtctl: resuming from checkpoint %s; --from applies only when there is none\n", paths.checkpoint)
 		}
-	case opts.From != "":
-		so.After, so.Since, so.FromStart = start.After, start.Since, start.FromStart
-		from = opts.From
+	case opts.start.From != "":
+		start.startStream(&so)
+		from = opts.start.From
 	case st != nil && !st.Fresh():
 		// An earlier run used this state but saved no checkpoint (it died before it could):
 		// going back to the oldest event repeats rather than loses.
@@ -400,31 +388,12 @@ func runForward(ctx context.Context, opts *forwardOptions) error {
 	return opts.node.explain(opts.query.refused(err))
 }
 
-// startAt applies --from to the stream options.
-func (o *forwardOptions) startAt(so *client.StreamOptions) error {
-	switch strings.TrimSpace(o.From) {
-	case "start", "oldest":
-		so.FromStart = true
-		return nil
-	}
-	p, err := parsePosition("--from", o.From, o.now())
-	if err != nil {
-		return usagef("--from %q: want start, a cursor, @CHECKPOINT_FILE, an RFC 3339 time or a duration", o.From)
-	}
-	switch {
-	case p.Cursor != "":
-		so.After = p.Cursor
-	case !p.Time.IsZero():
-		so.Since = p.Time
-	default: // a checkpoint at the log's start
-		so.FromStart = true
-	}
-	return nil
-}
+func (o *forwardOptions) backoff() client.Backoff { return client.Backoff{GiveUp: o.RetryFor} }
 
 // asCloudEvent returns an item's event as a CloudEvent in JSON format. An evtctl node's items
 // are CloudEvents already; a Tendermint node's are wrapped in one: its cursor as id, the
-// node as source, the item's event as type and its data as data.
+// node as source, the item's event as type, its time (a chain's block time) as time when
+// the source stamped it with one, and its data as data.
 func asCloudEvent(node string, it client.Item) []byte {
 	if gjson.GetBytes(it.Data, "specversion").Exists() {
 		return it.Data
@@ -438,9 +407,13 @@ func asCloudEvent(node string, it client.Item) []byte {
 		ID              string          `json:"id"`
 		Source          string          `json:"source"`
 		Type            string          `json:"type"`
+		Time            string          `json:"time,omitempty"`
 		DataContentType string          `json:"datacontenttype"`
 		Data            json.RawMessage `json:"data"`
-	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "application/json", data}
+	}{"1.0", it.Cursor, node, firstNonEmpty(it.Event, "tendermint.event"), "", "application/json", data}
+	if !it.Time.IsZero() {
+		ev.Time = it.Time.UTC().Format(time.RFC3339Nano)
+	}
 	b, _ := json.Marshal(ev)
 	return b
 }

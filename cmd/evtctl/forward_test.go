@@ -292,6 +292,15 @@ func TestForwardWrapsTendermintItems(t *testing.T) {
 	if ev.ID != it.Cursor || ev.Source != "http://tm:26657" || ev.Type != "Tx" || !strings.Contains(string(b), `"data":{"type":"tendermint/event/Tx","value":{"height":202}}`) {
 		t.Errorf("wrapped as %s", b)
 	}
+	if strings.Contains(string(b), `"time"`) {
+		t.Errorf("an item without a time was given one: %s", b)
+	}
+	// An item the source stamped with a time (a chain's, with its block's) has it as the
+	// event's time.
+	it.Time = time.Date(2026, 11, 22, 13, 39, 11, 957e6, time.UTC)
+	if ev, err := cevent.DecodeStructured(asCloudEvent("http://tm:26657", it), cevent.Limits{}); err != nil || !ev.Time.Equal(it.Time) {
+		t.Errorf("the event's time is %v (%v), want %v", ev.Time, err, it.Time)
+	}
 	own := client.Item{Item: wire.Item{Cursor: "c", Data: json.RawMessage(`{"specversion":"1.0","id":"x","source":"/s","type":"t"}`)}}
 	if got := asCloudEvent("http://n", own); string(got) != string(own.Data) {
 		t.Errorf("a CloudEvent was changed: %s", got)

@@ -300,7 +300,8 @@ const exitCodesHelp = `evtctl exits with one of these statuses:
   3    events were lost and --on-gap fail was given (tail, replay, forward); serve --verify
        found events lost to damage
   4    with --on-gap fail: the cursor to start from is not of the node's log, or the log
-       went back (it lost its newest events and numbers new ones again below the cursor)
+       went back (it lost its newest events and numbers new ones again below the cursor);
+       always: a checkpoint that names another log (a CometBFT chain's names its chain)
   5    with --on-gap fail: the node restarted and its log starts again (a Tendermint node,
        whose log lives in memory)
   130  interrupted (Ctrl-C or SIGTERM)`

@@ -59,17 +59,18 @@ type flagInUse struct {
 // --after, --since or --from-start say.
 func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 	err := opts.ui.check(&opts.output,
-		flagInUse{opts.Count != 0, "--count"}, flagInUse{opts.Checkpoint != "", "--checkpoint"},
+		flagInUse{opts.Count != 0, "--count"}, flagInUse{opts.start.Checkpoint != "", "--checkpoint"},
 		flagInUse{opts.UntilCaughtUp, "--until-caught-up"}, flagInUse{opts.IdleTimeout != 0, "--idle-timeout"})
 	if err != nil {
 		return err
 	}
-	query, from, c, err := opts.resolve()
+	defer opts.node.holdNotes(opts.streams)()
+	query, from, c, err := opts.resolve(ctx)
 	if err != nil {
-		return err
+		return opts.node.explain(err)
 	}
 	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
-		Query: query, Follow: true, From: from, FromStart: opts.FromStart, Keep: opts.ui.Keep,
+		Query: query, Follow: true, From: from.Position, FromStart: from.Oldest, Keep: opts.ui.Keep,
 		PageSize: opts.PageSize, Wait: opts.Wait, RetryFor: opts.RetryFor,
 	}))
 }
@@ -77,12 +78,13 @@ func runTailInteractive(ctx context.Context, opts *tailOptions) error {
 // runReplayInteractive is replay -i: the UI shows the range, opening at its oldest end
 // (its newest with --reverse).
 func runReplayInteractive(ctx context.Context, opts *replayOptions) error {
-	if err := opts.ui.check(&opts.output, flagInUse{opts.Limit != 0, "--limit"}); err != nil {
+	if err := opts.ui.check(&opts.output, flagInUse{opts.Count != 0, opts.countFlag}); err != nil {
 		return err
 	}
-	query, from, to, c, err := opts.resolve()
+	defer opts.node.holdNotes(opts.streams)()
+	query, from, to, c, err := opts.resolve(ctx)
 	if err != nil {
-		return err
+		return opts.node.explain(err)
 	}
 	return opts.node.explain(runInteractive(ctx, opts.streams, c, interactiveConfig{
 		Query: query, From: from, To: to, Reverse: opts.Reverse, Keep: opts.ui.Keep,

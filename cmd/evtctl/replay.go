@@ -19,21 +19,19 @@ type replayOptions struct {
 	query   queryOptions
 	output  outputOptions
 	ui      interactiveOptions
+	start   startOptions
 
-	From     string
-	To       string
-	Since    string
-	Reverse  bool
-	Limit    int
-	OnGap    string
-	PageSize int
-	RetryFor time.Duration
-
-	now func() time.Time
+	Reverse bool
+	Count   int
+	// countFlag is the name --count was given by (--limit, its old name, still works).
+	countFlag string
+	OnGap     string
+	PageSize  int
+	RetryFor  time.Duration
 }
 
 func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &replayOptions{streams: streams, now: time.Now}
+	opts := &replayOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Write out the events a node holds between two points",
@@ -41,9 +39,10 @@ func newCmdReplay(streams *iostreams.IOStreams) *cobra.Command {
 exit. It does not wait for new events; use tail for that.
 
 --from and --to each take a cursor, @FILE (the cursor in a checkpoint file, as tail --checkpoint
-writes it), an RFC 3339 time, or a duration back from now (10m). --from is exclusive: a cursor
-there was already seen. --to is inclusive and defaults to the head when the replay starts.
---since is --from with a time or a duration.
+writes it), a time (RFC 3339, or local: '2026-11-27 14:00', or 14:00 today), or a duration back
+from now (10m, 2d). --from is exclusive: a cursor there was already seen. --to is inclusive and
+defaults to the head when the replay starts. --since is --from with a time or a duration.
+--count N stops after N events (--limit N, its old name, still works).
 
 When the node no longer holds events the range covers (they aged out, were pruned or were
 lost to damage in the node's log) — after a --from cursor or checkpoint, or within the range —
@@ -51,14 +50,18 @@ evtctl says so, naming the cursors; --on-gap decides what happens then, as for t
 does when the node restarted since the --from cursor, or that cursor is not of its log.`,
 		Example: `  evtctl replay --since 1h -o jsonl | jq -c '.data | {type, id}'
   evtctl replay --from @consumer.cursor --to 2026-11-22T12:00:00Z
-  evtctl replay --reverse --limit 10 --type 'org.openedx.ecommerce.#'`,
+  evtctl replay --reverse --count 10 --type 'org.openedx.ecommerce.#'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.From != "" && opts.Since != "" {
-				return usagef("--from and --since choose the same thing: give one")
+			opts.countFlag = "--count"
+			if f := cmd.Flags(); f.Changed("limit") {
+				if f.Changed("count") {
+					return usagef("--limit is the old name of --count: give one")
+				}
+				opts.countFlag = "--limit"
 			}
-			if opts.Limit < 0 {
-				return usagef("--limit must not be negative")
+			if opts.Count < 0 {
+				return usagef("%s must not be negative", opts.countFlag)
 			}
 			if err := opts.output.check(cmd.Context(), opts.ui.on(&opts.output)); err != nil {
 				return err
@@ -71,11 +74,11 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 	opts.query.addFlags(f)
 	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
-	f.StringVar(&opts.From, "from", "", "start after this point: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the oldest event)")
-	f.StringVar(&opts.To, "to", "", "end at this point, inclusive: CURSOR, @CHECKPOINT_FILE, TIME or DURATION (default: the head)")
-	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (1h) or an RFC 3339 time")
+	opts.start.addFlags(f, "replay")
 	f.BoolVar(&opts.Reverse, "reverse", false, "newest first")
-	f.IntVar(&opts.Limit, "limit", 0, "stop after this many events (0: no limit)")
+	f.IntVar(&opts.Count, "count", 0, "stop after this many events (0: no limit)")
+	f.IntVar(&opts.Count, "limit", 0, "the old name of --count")
+	_ = f.MarkHidden("limit")
 	enumVar(f, &opts.OnGap, "on-gap", "warn", "when events after --from were lost: {values}", onGapChoices...)
 	f.IntVar(&opts.PageSize, "page-size", 1000, "events per request (the node may cap it)")
 	f.DurationVar(&opts.RetryFor, "retry-for", time.Minute, "give up when the node has failed for this long (0: keep retrying)")
@@ -83,32 +86,23 @@ does when the node restarted since the --from cursor, or that cursor is not of i
 }
 
 // resolve turns the flags into the query, the range's ends and a client of the node.
-func (opts *replayOptions) resolve() (query string, from, to client.Position, c *client.Client, err error) {
+func (opts *replayOptions) resolve(ctx context.Context) (query string, from, to client.Position, c *client.Client, err error) {
 	if query, err = opts.query.build(); err != nil {
 		return
 	}
-	now := opts.now()
-	if opts.Since != "" {
-		if from.Time, err = parseSince(opts.Since, now); err != nil {
-			return
-		}
-	} else if from, err = parsePosition("--from", opts.From, now); err != nil {
-		return
-	}
-	if to, err = parsePosition("--to", opts.To, now); err != nil {
-		return
-	}
-	c, err = opts.node.client(opts.streams)
-	return
+	start, end, c, err := opts.start.resolve(ctx, &opts.node, opts.streams, opts.backoff())
+	return query, start.Position, end.Position, c, err
 }
+
+func (opts *replayOptions) backoff() client.Backoff { return client.Backoff{GiveUp: opts.RetryFor} }
 
 func runReplay(ctx context.Context, opts *replayOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runReplayInteractive(ctx, opts)
 	}
-	query, from, to, c, err := opts.resolve()
+	query, from, to, c, err := opts.resolve(ctx)
 	if err != nil {
-		return err
+		return opts.node.explain(streamResult(ctx, err))
 	}
 	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
@@ -116,9 +110,9 @@ func runReplay(ctx context.Context, opts *replayOptions) error {
 	}
 	prog := newProgress(opts.streams, "replayed", "event")
 	err = c.Range(ctx, client.RangeOptions{
-		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Limit,
+		Query: query, From: from, To: to, Reverse: opts.Reverse, Limit: opts.Count,
 		PageSize: opts.PageSize, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
-		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+		Backoff: opts.backoff(),
 		OnGap:   func(g client.Gap) error { return onGap(opts.streams, opts.OnGap, &g) },
 	}, func(items []client.Item) error {
 		if err := writeItems(r, items); err != nil {

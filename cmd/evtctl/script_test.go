@@ -400,12 +400,20 @@ func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdNow sets an environment variable to the current time in RFC 3339.
+// cmdNow sets an environment variable to the current time in RFC 3339, or in LAYOUT (a Go
+// time layout) in the time zone $TZ names, as a user would type a local time.
 //
-//	now NAME
+//	now NAME [LAYOUT]
 func cmdNow(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: now NAME")
+	switch len(args) {
+	case 1:
+		ts.Setenv(args[0], time.Now().UTC().Format(time.RFC3339Nano))
+	case 2:
+		// The time as the script's evtctl reads local times: in the zone $TZ names.
+		loc, err := time.LoadLocation(ts.Getenv("TZ"))
+		ts.Check(err)
+		ts.Setenv(args[0], time.Now().In(loc).Format(args[1]))
+	default:
+		ts.Fatalf("usage: now NAME [LAYOUT]")
 	}
-	ts.Setenv(args[0], time.Now().UTC().Format(time.RFC3339Nano))
 }

@@ -22,11 +22,8 @@ type tailOptions struct {
 	query   queryOptions
 	output  outputOptions
 	ui      interactiveOptions
+	start   startOptions
 
-	After         string
-	Since         string
-	FromStart     bool
-	Checkpoint    string
 	Count         int
 	IdleTimeout   time.Duration
 	UntilCaughtUp bool
@@ -34,12 +31,10 @@ type tailOptions struct {
 	PageSize      int
 	Wait          time.Duration
 	RetryFor      time.Duration
-
-	now func() time.Time
 }
 
 func newCmdTail(streams *iostreams.IOStreams) *cobra.Command {
-	opts := &tailOptions{streams: streams, now: time.Now}
+	opts := &tailOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "tail",
 		Short: "Follow a node's events as they are appended",
@@ -53,6 +48,10 @@ when the node restarted and its log starts again (a Tendermint node), and when t
 start from is not of the node's log, or the log went back: such a cursor is never passed over
 silently, even with --on-gap ignore.
 
+--after takes a cursor, or @FILE: the position in a checkpoint file, as replay --from @FILE
+reads it. --since takes a time (RFC 3339, or local: '2026-11-27 14:00', or 14:00 today) or a
+duration back from now (10m, 2d).
+
 With --checkpoint, the cursor of the last event written out is kept in FILE (updated only after
 the output is flushed) and tail resumes from it when it exists, so a restart loses nothing. A
 first run records where it starts before it reads anything, so that one stopped before its
@@ -61,12 +60,11 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 		Example: `  evtctl tail
   evtctl tail --type 'org.openedx.learning.#' -o jsonl | jq .data.data
   evtctl tail -q "data.total > 100" --since 10m --count 20
+  evtctl tail --after @consumer.cursor --until-caught-up -o jsonl
+  evtctl tail --since 2d --type 'org.openedx.ecommerce.#'
   evtctl tail --checkpoint consumer.cursor --on-gap fail -o ce >> events.jsonl`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n := countSet(opts.After != "", opts.Since != "", opts.FromStart); n > 1 {
-				return usagef("--after, --since and --from-start choose the same thing: give one")
-			}
 			if opts.Count < 0 {
 				return usagef("--count must not be negative")
 			}
@@ -81,10 +79,7 @@ Connection failures are retried with backoff, honouring Retry-After.`,
 	opts.query.addFlags(f)
 	opts.output.addFlags(f, uiFormat)
 	opts.ui.addFlags(f)
-	f.StringVar(&opts.After, "after", "", "start after this cursor")
-	f.StringVar(&opts.Since, "since", "", "start at this time: a duration back from now (10m) or an RFC 3339 time")
-	f.BoolVar(&opts.FromStart, "from-start", false, "start at the oldest event the node holds")
-	f.StringVar(&opts.Checkpoint, "checkpoint", "", "resume from the cursor in FILE when it exists, and keep it updated")
+	opts.start.addFlags(f, "tail")
 	f.IntVar(&opts.Count, "count", 0, "exit after this many events (0: no limit)")
 	f.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "exit when no event arrives for this long (0: never)")
 	f.BoolVar(&opts.UntilCaughtUp, "until-caught-up", false, "exit 0 once every event up to the head has been written")
@@ -114,38 +109,25 @@ func retryReporter(s *iostreams.IOStreams) client.RetryFunc {
 	}
 }
 
-// resolve turns the flags into the query, where following starts (--after's cursor or
-// --since's time; zero: the head, or the oldest event with --from-start) and a client of
-// the node. tail and tail -i both start from it.
-func (opts *tailOptions) resolve() (query string, from client.Position, c *client.Client, err error) {
+// resolve turns the flags into the query, where following starts (zero: the head) and a
+// client of the node. tail and tail -i both start from it.
+func (opts *tailOptions) resolve(ctx context.Context) (query string, from position, c *client.Client, err error) {
 	if query, err = opts.query.build(); err != nil {
 		return
 	}
-	if opts.After != "" {
-		if !client.IsCursor(opts.After) {
-			err = usagef("--after %q: not a cursor", opts.After)
-			return
-		}
-		from = client.Position{Cursor: opts.After}
-	}
-	if opts.Since != "" {
-		var t time.Time
-		if t, err = parseSince(opts.Since, opts.now()); err != nil {
-			return
-		}
-		from = client.Position{Time: t}
-	}
-	c, err = opts.node.client(opts.streams)
+	from, _, c, err = opts.start.resolve(ctx, &opts.node, opts.streams, opts.backoff())
 	return
 }
+
+func (opts *tailOptions) backoff() client.Backoff { return client.Backoff{GiveUp: opts.RetryFor} }
 
 func runTail(ctx context.Context, opts *tailOptions) error {
 	if opts.ui.on(&opts.output) {
 		return runTailInteractive(ctx, opts)
 	}
-	query, from, c, err := opts.resolve()
+	query, from, c, err := opts.resolve(ctx)
 	if err != nil {
-		return err
+		return opts.node.explain(streamResult(ctx, err))
 	}
 	r, err := opts.output.renderer(ctx, opts.streams)
 	if err != nil {
@@ -156,11 +138,11 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		wait = time.Millisecond // the head is the goal: do not wait there for new events
 	}
 	so := client.StreamOptions{
-		Query: query, After: from.Cursor, Since: from.Time, FromStart: opts.FromStart,
-		PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
-		Backoff: client.Backoff{GiveUp: opts.RetryFor},
+		Query: query, PageSize: opts.PageSize, Wait: wait, OnRetry: retryReporter(opts.streams), ReuseMemory: true,
+		Backoff: opts.backoff(),
 	}
-	ck := &checkpointer{path: opts.Checkpoint, node: c.Node(), query: query}
+	from.startStream(&so)
+	ck := &checkpointer{path: opts.start.Checkpoint, node: c.Node(), query: query}
 	resuming := false
 	if ck.path != "" {
 		cp, ok, err := loadCheckpoint(ctx, c, ck.path, so.Backoff, so.OnRetry)
@@ -171,9 +153,7 @@ func runTail(ctx context.Context, opts *tailOptions) error {
 		if resuming = ok; ok {
 			resumeAt(&so, cp)
 			ck.saved = cp.Cursor
-			if cp.Node != "" && cp.Node != c.Node() {
-				fmt.Fprintf(opts.streams.ErrOut, "evtctl: warning: checkpoint %s was written for %s, not %s; its cursor may not belong to this node's log\n", ck.path, safeText(cp.Node), c.Node())
-			}
+			nodeMoved(opts.streams, ck.path, cp, c.Node())
 		}
 	}
 	if opts.streams.IsStderrTTY() {

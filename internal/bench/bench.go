@@ -17,7 +17,8 @@ import (
 	"github.com/evtctl/evtctl/pkg/wire"
 )
 
-// Node kinds, as found by Inspect.
+// Node kinds, as found by Inspect; a node read through another source than the events
+// method has the kind its source names (a CometBFT node's: "cometbft").
 const (
 	KindEvtctl     = "evtctl"
 	KindTendermint = "tendermint"
@@ -176,6 +177,9 @@ func begin(ctx context.Context, bench string, c Common) (*Report, NodeInfo) {
 		Started:       time.Now().UTC().Truncate(time.Millisecond),
 		LoadBefore:    loadAverage(),
 	}}
+	if info.How != "" {
+		r.note("node: %s", info.How)
+	}
 	return r, info
 }
 

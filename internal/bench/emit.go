@@ -53,10 +53,10 @@ func Emit(ctx context.Context, cfg EmitConfig) (*Report, error) {
 	r.param("runs", cfg.Runs, "runs")
 	r.param("batch_bytes", cfg.BatchBytes, "bytes")
 	r.param("batch_events", cfg.BatchEvents, "events")
-	switch info.Kind {
-	case KindTendermint:
+	switch {
+	case info.Kind == KindTendermint, !info.Events():
 		return nil, &KindError{"emit", info.Kind, "it takes no events over HTTP; run it against an evtctl node or with --embedded"}
-	case KindUnknown:
+	case info.Kind == KindUnknown:
 		r.note("the node's kind is unknown (%v); sending to %s/events anyway", info.Err, cfg.Target.URL)
 	}
 	perBatch := cfg.BatchEvents

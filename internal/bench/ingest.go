@@ -29,6 +29,12 @@ const (
 	// GoalPollersNodeCPUPerWake is the node's CPU, in µs, for waking a poller and taking its
 	// next long-poll.
 	GoalPollersNodeCPUPerWake = 15
+	// GoalReplayPlainRatio is the least share of a plain program's rate a replay keeps, on a
+	// log whose source offers one (a chain: a loop of block_results and block calls).
+	GoalReplayPlainRatio = 0.8
+	// GoalCommitP99MarginMs is what a chain's tail may take beyond a block time, from a
+	// block's commit to its transactions written out, at the 99th percentile.
+	GoalCommitP99MarginMs = 100
 )
 
 // KindError says a bench cannot run against this kind of node.
@@ -90,7 +96,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*Report, error) {
 		r.param("duration", cfg.Duration, "s")
 		r.param("warmup", cfg.Warmup, "s")
 	}
-	if info.Kind == KindTendermint {
+	if info.Kind == KindTendermint || !info.Events() {
 		return nil, &KindError{"ingest", info.Kind, "it takes no events over HTTP; run it against an evtctl node or with --embedded"}
 	}
 	if info.Kind == KindUnknown && info.Err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,25 +78,40 @@ func Latency(ctx context.Context, cfg LatencyConfig) (*Report, error) {
 	r.param("concurrency", cfg.Concurrency, "requests")
 	r.param("page_size", cfg.PageSize, "events")
 	if info.Kind == KindUnknown {
-		return nil, fmt.Errorf("the node at %s does not answer the events method: %v", cfg.Target.URL, info.Err)
+		return nil, fmt.Errorf("the node at %s cannot be read: %v", cfg.Target.URL, info.Err)
 	}
-	if info.Kind != KindEvtctl {
-		return nil, &KindError{"latency", info.Kind, "it appends events, which only an evtctl node takes; run it against one or with --embedded"}
+	refused := &KindError{"latency", info.Kind, "it appends events, which only an evtctl node takes; run it against one or with --embedded"}
+	if info.Kind != KindEvtctl && info.Events() {
+		return nil, refused
 	}
 	maker, err := newEventMaker(cfg.EventSize, newRunID())
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPoster(cfg.Target, cfg.Version, cfg.Concurrency)
-	if err != nil {
-		return nil, err
-	}
-	defer p.close()
 	c, closeClient, err := newClient(cfg.Target, cfg.Version)
 	if err != nil {
 		return nil, err
 	}
 	defer closeClient()
+	// A log read through another source is written through it, when it can be (a chain's
+	// transactions), and timed from when it committed each item.
+	var com committer
+	if !info.Events() {
+		if _, err := c.Head(ctx, client.Backoff{GiveUp: 30 * time.Second}, nil); err != nil {
+			return nil, err
+		}
+		if com, _ = c.Source().(committer); com == nil {
+			refused.Why = "it sends items to the log, and evtctl cannot write to this one"
+			return nil, refused
+		}
+	}
+	var p *poster
+	if com == nil {
+		if p, err = newPoster(cfg.Target, cfg.Version, cfg.Concurrency); err != nil {
+			return nil, err
+		}
+		defer p.close()
+	}
 
 	tr := newTracker(total)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -112,7 +128,7 @@ func Latency(ctx context.Context, cfg LatencyConfig) (*Report, error) {
 	go func() {
 		defer close(tailDone)
 		// tail returns only with a reason to stop (never nil).
-		if err := tail(tailCtx, c, cfg, info.Newest, maker, tr); !interrupted(tailCtx, err) {
+		if err := tail(tailCtx, c, cfg, info.Newest, maker, tr, com); !interrupted(tailCtx, err) {
 			fail(fmt.Errorf("the tail failed: %w", err))
 		}
 	}()
@@ -131,9 +147,15 @@ func Latency(ctx context.Context, cfg LatencyConfig) (*Report, error) {
 			defer wg.Done()
 			var body []byte
 			for seq := range jobs {
-				body = maker.appendEvent(body[:0], seq)
 				t0 := time.Now()
-				_, err := p.postRetry(runCtx, ctStructured, body, func() { busy.Add(1) })
+				var err error
+				if com != nil {
+					err = com.Submit(runCtx, maker.id(seq), cfg.EventSize)
+				} else {
+					body = maker.appendEvent(body[:0], seq)
+					t0 = time.Now()
+					_, err = p.postRetry(runCtx, ctStructured, body, func() { busy.Add(1) })
+				}
 				if err != nil {
 					if runCtx.Err() == nil {
 						fail(err)
@@ -182,6 +204,9 @@ wait:
 	<-tailDone
 	if runErr != nil {
 		return nil, runErr
+	}
+	if com != nil {
+		return committedFigures(ctx, r, cfg, com, tr, warm, total, sent, sendElapsed)
 	}
 	r.finish(ctx)
 
@@ -239,30 +264,41 @@ wait:
 }
 
 // tail follows the head from after the cursor newest and marks each event of this run as
-// received once its batch has been rendered and flushed.
-func tail(ctx context.Context, c *client.Client, cfg LatencyConfig, newest string, maker *eventMaker, tr *tracker) error {
+// received once its batch has been rendered and flushed: a CloudEvent by its id, an item
+// com sent by its mark.
+func tail(ctx context.Context, c *client.Client, cfg LatencyConfig, newest string, maker *eventMaker, tr *tracker, com committer) error {
 	rd, err := render.New(io.Discard, render.Options{Format: "jsonl"})
 	if err != nil {
 		return err
 	}
 	so := client.StreamOptions{After: newest, FromStart: newest == "", PageSize: cfg.PageSize, Wait: cfg.Wait, ReuseMemory: true}
 	seqs := make([]uint64, 0, cfg.PageSize)
+	var cursors []string
 	return c.Stream(ctx, so, func(b client.Batch) error {
-		seqs = seqs[:0]
+		seqs, cursors = seqs[:0], cursors[:0]
 		for _, it := range b.Items {
 			if err := rd.Item(it); err != nil {
 				return err
 			}
-			if seq, ok := maker.seqOf(gjson.GetBytes(it.Data, "id").Str); ok {
+			var mark string
+			if com != nil {
+				mark = com.Mark(it)
+			} else {
+				mark = gjson.GetBytes(it.Data, "id").Str
+			}
+			if seq, ok := maker.seqOf(mark); ok {
 				seqs = append(seqs, seq)
+				cursors = append(cursors, it.Cursor)
 			}
 		}
 		if err := rd.Flush(); err != nil {
 			return err
 		}
 		now := time.Now()
-		for _, s := range seqs {
-			tr.received1(s, now)
+		for i, s := range seqs {
+			if tr.received1(s, now) && com != nil {
+				tr.cursor[s] = strings.Clone(cursors[i]) // the item's memory is the page's
+			}
 		}
 		return nil
 	})
@@ -271,14 +307,17 @@ func tail(ctx context.Context, c *client.Client, cfg LatencyConfig, newest strin
 // tracker matches appends with receipts by sequence number.
 type tracker struct {
 	sent, ack, recv []atomic.Int64 // Unix nanoseconds; 0: not yet
-	acks, received  atomic.Int64
-	dups            atomic.Int64
-	mu              sync.Mutex
-	ch              chan struct{}
+	// cursor is the cursor each item of a log that stamps its items (a chain) was received
+	// at: written by the tail alone, read once it has stopped.
+	cursor         []string
+	acks, received atomic.Int64
+	dups           atomic.Int64
+	mu             sync.Mutex
+	ch             chan struct{}
 }
 
 func newTracker(n int) *tracker {
-	return &tracker{sent: make([]atomic.Int64, n+1), ack: make([]atomic.Int64, n+1), recv: make([]atomic.Int64, n+1), ch: make(chan struct{})}
+	return &tracker{sent: make([]atomic.Int64, n+1), ack: make([]atomic.Int64, n+1), recv: make([]atomic.Int64, n+1), cursor: make([]string, n+1), ch: make(chan struct{})}
 }
 
 func (t *tracker) acked(seq uint64, sent, at time.Time) {
@@ -291,16 +330,18 @@ func (t *tracker) acked(seq uint64, sent, at time.Time) {
 	t.signal()
 }
 
-func (t *tracker) received1(seq uint64, at time.Time) {
+// received1 marks seq received at at; false when it is not of the run, or came before.
+func (t *tracker) received1(seq uint64, at time.Time) bool {
 	if seq == 0 || seq >= uint64(len(t.recv)) {
-		return
+		return false
 	}
 	if !t.recv[seq].CompareAndSwap(0, at.UnixNano()) {
 		t.dups.Add(1)
-		return
+		return false
 	}
 	t.received.Add(1)
 	t.signal()
+	return true
 }
 
 // missing is how many acknowledged events the tail has not received.

@@ -20,16 +20,30 @@ import (
 
 // NodeInfo is what Inspect learnt about a node.
 type NodeInfo struct {
-	Kind    string // KindEvtctl, KindTendermint or KindUnknown
-	Version string // an evtctl node's version, from /healthz
-	Newest  string // the newest cursor at the time ("" for an empty log)
+	Kind    string // KindEvtctl, KindTendermint, the kind a source names (a chain's: "cometbft"), or KindUnknown
+	Version string // an evtctl node's version, from /healthz; the node's version as its source reads it
+	Newest  string // the newest position at the time ("" for an empty log)
+	How     string // how evtctl reads a node that is not read through the events method, for a note
 	Err     error  // why the node could not be read, when Kind is KindUnknown
 }
 
-// Inspect tells an evtctl node from a Tendermint node: an evtctl node answers /healthz
-// with its version and honours the ascending extension ("order":"asc" in its reply) and
-// writes cursors with a 16-digit sequence; a Tendermint node has no /healthz, ignores the
-// extension and writes 4-digit sequences.
+// Events reports whether the node serves the events method, which some benches need: an
+// evtctl or a Tendermint node (or one whose kind is unknown).
+func (i NodeInfo) Events() bool {
+	return i.Kind == KindEvtctl || i.Kind == KindTendermint || i.Kind == KindUnknown
+}
+
+// A nodeDescriber is a source, other than the events method's, that says what its node is,
+// for a report: its kind and version, and how evtctl reads it (a sentence).
+type nodeDescriber interface {
+	BenchNode(ctx context.Context) (kind, version, how string, err error)
+}
+
+// Inspect finds out what the node is the way the client does, through its page interface:
+// the log's bounds, asked for as the client asks for them (on a node of the events method, a
+// request for ascending order, which only an evtctl node honours; a node without that method
+// is taken over by the source that knows it, a CometBFT node's). An evtctl node also answers
+// /healthz with its version.
 func Inspect(ctx context.Context, t Target) NodeInfo {
 	info := NodeInfo{Kind: KindUnknown}
 	hc := &http.Client{Timeout: 10 * time.Second}
@@ -49,7 +63,7 @@ func Inspect(ctx context.Context, t Target) NodeInfo {
 		info.Err = err
 		return info
 	}
-	r, err := c.Events(ctx, client.Request{MaxItems: 1, Wait: time.Nanosecond, Ascending: true})
+	_, newest, err := c.Bounds(ctx)
 	if err != nil {
 		info.Err = err
 		if healthz {
@@ -57,28 +71,27 @@ func Inspect(ctx context.Context, t Target) NodeInfo {
 		}
 		return info
 	}
-	// The ascending reply gives the oldest item; the head comes from the log's bounds.
-	info.Newest = r.Newest
-	width := cursor.WidthOf(firstNonEmpty(r.Newest, r.Oldest))
-	switch {
-	case r.Ascending() || width == cursor.NodeWidth || healthz:
+	info.Newest = newest
+	switch c.Kind() {
+	case client.KindOther:
+		d, ok := c.Source().(nodeDescriber)
+		if !ok {
+			info.Kind, info.Err = KindUnknown, fmt.Errorf("%s is read through a source that does not say what it is", t.URL)
+			return info
+		}
+		if info.Kind, info.Version, info.How, err = d.BenchNode(ctx); err != nil {
+			info.Kind, info.Err = KindUnknown, err
+		}
+	case client.KindEvtctl:
 		info.Kind = KindEvtctl
-	case width > 0 && width < cursor.NodeWidth:
-		info.Kind = KindTendermint
 	default:
-		// An empty log that ignores the extension: ADR-075 without evtctl's additions.
+		// A node that ignores the ascending extension: ADR-075 without evtctl's additions.
 		info.Kind = KindTendermint
-	}
-	return info
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
+		if healthz || cursor.WidthOf(newest) == cursor.NodeWidth {
+			info.Kind = KindEvtctl
 		}
 	}
-	return ""
+	return info
 }
 
 func get(ctx context.Context, hc *http.Client, url, token string) ([]byte, int, error) {

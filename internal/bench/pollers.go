@@ -111,6 +111,9 @@ func Pollers(ctx context.Context, cfg PollersConfig) (*Report, error) {
 	if info.Kind == KindUnknown {
 		return nil, fmt.Errorf("the node at %s does not answer the events method: %v", cfg.Target.URL, info.Err)
 	}
+	if !info.Events() {
+		return nil, &KindError{"pollers", info.Kind, "it holds idle long-polls of the events method, which the node does not serve"}
+	}
 	soft, err := CheckOpenFileLimit(K, cfg.Target.Embedded == "in-process")
 	if err != nil {
 		return nil, err

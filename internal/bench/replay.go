@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -57,7 +58,7 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	r.param("page_size", cfg.PageSize, "events")
 	r.param("runs", cfg.Runs, "runs")
 	if info.Kind == KindUnknown {
-		return nil, fmt.Errorf("the node at %s does not answer the events method: %v", cfg.Target.URL, info.Err)
+		return nil, fmt.Errorf("the node at %s cannot be read: %v", cfg.Target.URL, info.Err)
 	}
 	if cfg.Events > 0 && info.Kind != KindEvtctl {
 		return nil, &KindError{"replay", info.Kind, "it cannot be loaded with events; replay what it holds with --events 0"}
@@ -67,6 +68,11 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 		return nil, err
 	}
 	defer closeClient()
+	// The client finds out what the node is (a node without the events method is taken over
+	// by the source that knows it) before the source is asked what it offers.
+	if _, err := c.Head(ctx, client.Backoff{GiveUp: 30 * time.Second}, nil); err != nil {
+		return nil, err
+	}
 
 	var from, to client.Position
 	query := cfg.Query
@@ -101,6 +107,32 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	}
 	if query != "" {
 		r.param("filter", query, "")
+	}
+	// A source that offers a plain program's read of its log is set beside it: over the
+	// same stretch, the log's start to its head now, in each run.
+	plain, _ := c.Source().(plainReader)
+	if plain != nil && cfg.Events == 0 {
+		if to.IsZero() {
+			to = client.Position{Cursor: info.Newest}
+		}
+		if to.Cursor == "" {
+			plain = nil // an empty log
+		}
+	} else {
+		plain = nil
+	}
+	var plainSecs, plainCPU []float64 // seconds, and CPU µs per item of this process
+	var plainCounts map[string]int64
+	if plain != nil {
+		// Once, untimed: neither side pays for the node's cold caches.
+		cfg.progress("replay: a plain read of the same stretch, untimed, to warm the node")
+		if _, _, err := plain.PlainRead(ctx, from.Cursor, to.Cursor); err != nil {
+			if interrupted(ctx, err) {
+				r.finish(ctx)
+				return r, ctx.Err()
+			}
+			return nil, fmt.Errorf("the plain read: %w", err)
+		}
 	}
 
 	type pass struct {
@@ -138,7 +170,20 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			cfg.progress("replay: run %d of %d, %s events", run, cfg.Runs, ps.name)
 			n0, nodeOK := nodeCPU()
 			c0, clientOK := processCPU()
-			n, bytes, d, err := replayOnce(ctx, c, cfg, ps.query, from, to, ps.paged, nil)
+			rc, closeRC := c, func() {}
+			if plain != nil {
+				// Like for like with the plain read, which keeps nothing between runs: each
+				// run reads through a new client, as an evtctl replay does (a source may
+				// keep what it read, a chain's heights, for the pages that follow).
+				if rc, closeRC, err = runClient(ctx, cfg.Target, cfg.Version); err != nil {
+					if interrupted(ctx, err) {
+						break
+					}
+					return nil, err
+				}
+			}
+			n, bytes, d, err := replayOnce(ctx, rc, cfg, ps.query, from, to, ps.paged, nil)
+			closeRC()
 			c1, _ := processCPU()
 			n1, nodeOK1 := nodeCPU()
 			if err != nil {
@@ -164,6 +209,27 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			ps.events = append(ps.events, float64(scanned)/max(d.Seconds(), 1e-9))
 			ps.mbps = append(ps.mbps, float64(bytes)/1e6/max(d.Seconds(), 1e-9))
 			ps.secs = append(ps.secs, d.Seconds())
+			if ps.name != "all" || plain == nil {
+				continue
+			}
+			cfg.progress("replay: run %d of %d, a plain read of the same stretch", run, cfg.Runs)
+			pc0, pcOK := processCPU()
+			counts, pd, err := plain.PlainRead(ctx, from.Cursor, to.Cursor)
+			pc1, _ := processCPU()
+			if err != nil {
+				if interrupted(ctx, err) {
+					break
+				}
+				return nil, fmt.Errorf("the plain read: %w", err)
+			}
+			if counts["items"] != int64(n) {
+				return nil, fmt.Errorf("the plain read counted %d items where the replay wrote %d: not the same stretch", counts["items"], n)
+			}
+			plainCounts = counts
+			plainSecs = append(plainSecs, pd.Seconds())
+			if pcOK && n > 0 {
+				plainCPU = append(plainCPU, float64(pc1-pc0)/float64(time.Microsecond)/float64(n))
+			}
 		}
 	}
 	// The transport's limit: the same bytes as one file from a loopback server, fetched by a
@@ -202,19 +268,34 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 			r.figure("events_per_second_min", slices.Min(all.events), "events/s")
 			r.figure("events_per_second_max", slices.Max(all.events), "events/s")
 		}
+		if len(plainSecs) > 0 {
+			plainFigures(r, plainCounts, median(all.secs), median(plainSecs))
+			if len(plainCPU) > 0 {
+				r.figure("plain_client_cpu_us_per_event", median(plainCPU), "µs")
+			}
+		}
 		r.figure("events_replayed", float64(all.count), "events")
 		r.figure("bytes_written", float64(all.bytes), "bytes")
+		// The goals of CPU per event and of the transport's time are for the events method; a
+		// log read through another source is held to its plain read (ratio_to_plain).
+		figure := func(name string, v float64, unit, op string, goal float64) {
+			if info.Events() {
+				r.goal(name, v, unit, op, goal)
+			} else {
+				r.figure(name, v, unit)
+			}
+		}
 		if len(all.client) > 0 {
-			r.goal("client_cpu_us_per_event", median(all.client), "µs", "<=", GoalReplayClientCPU)
+			figure("client_cpu_us_per_event", median(all.client), "µs", "<=", GoalReplayClientCPU)
 		}
 		if len(all.node) > 0 {
-			r.goal("node_cpu_us_per_event", median(all.node), "µs", "<=", GoalReplayNodeCPU)
+			figure("node_cpu_us_per_event", median(all.node), "µs", "<=", GoalReplayNodeCPU)
 		}
 		if len(transport) > 0 {
 			ts := median(transport)
 			r.figure("transport_seconds", ts, "s")
 			r.figure("transport_events_per_second", float64(all.count)/max(ts, 1e-9), "events/s")
-			r.goal("seconds_per_transport_second", median(all.secs)/max(ts, 1e-9), "×", "<=", GoalReplayTransportRatio)
+			figure("seconds_per_transport_second", median(all.secs)/max(ts, 1e-9), "×", "<=", GoalReplayTransportRatio)
 			r.note("transport: the same %d bytes of JSON lines as one file from a loopback HTTP server, fetched by %s", all.bytes, fetcher)
 		}
 	}
@@ -249,7 +330,55 @@ func Replay(ctx context.Context, cfg ReplayConfig) (*Report, error) {
 	if info.Kind == KindTendermint {
 		r.note("a Tendermint node pages newest first only: the client gathers the whole range before writing the first line")
 	}
+	if len(plainSecs) > 0 {
+		r.note("%s; the stretch was read once untimed first, so that neither side pays for the node's cold caches", plain.PlainReadHow())
+	}
 	return r, ctx.Err()
+}
+
+// runClient is a new client of the target that has found out what the node is (untimed).
+func runClient(ctx context.Context, t Target, version string) (*client.Client, func(), error) {
+	c, closeIdle, err := newClient(t, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.Head(ctx, client.Backoff{GiveUp: 30 * time.Second}, nil); err != nil {
+		closeIdle()
+		return nil, nil, err
+	}
+	return c, closeIdle, nil
+}
+
+// A plainReader is a source that can read a stretch of its log as a plain program of the
+// log's own API would, with as many calls in flight as the source's own reading makes (a
+// chain: a loop of block_results and block calls): bench replay sets the replay beside it.
+type plainReader interface {
+	// PlainRead reads the positions after `after` ("": the log's start) through `through`
+	// and counts what it read: "items" as the source gives them, and units of the log's own
+	// ("heights", "abci_events").
+	PlainRead(ctx context.Context, after, through string) (counts map[string]int64, elapsed time.Duration, err error)
+	// PlainReadHow says what PlainRead does, for a note.
+	PlainReadHow() string
+}
+
+// plainFigures reports the replay beside the plain read of the same stretch: each of the
+// log's own units a second, both ways (the replay read what the plain read counted: the
+// items are checked to be as many), and the replay's rate as a share of the plain read's.
+func plainFigures(r *Report, counts map[string]int64, secs, plainSecs float64) {
+	units := slices.Sorted(maps.Keys(counts))
+	for _, u := range units {
+		if u != "items" {
+			r.figure(u+"_per_second", float64(counts[u])/max(secs, 1e-9), u+"/s")
+		}
+	}
+	r.figure("plain_seconds", plainSecs, "s")
+	r.figure("plain_events_per_second", float64(counts["items"])/max(plainSecs, 1e-9), "events/s")
+	for _, u := range units {
+		if u != "items" {
+			r.figure("plain_"+u+"_per_second", float64(counts[u])/max(plainSecs, 1e-9), u+"/s")
+		}
+	}
+	r.goal("ratio_to_plain", plainSecs/max(secs, 1e-9), "×", ">=", GoalReplayPlainRatio)
 }
 
 func median(v []float64) float64 {

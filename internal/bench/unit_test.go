@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/pkg/client"
 )
 
 func TestSamplesPercentiles(t *testing.T) {
@@ -241,5 +243,74 @@ func TestFirstCursor(t *testing.T) {
 		if cur != tc.cur || ok != tc.ok {
 			t.Errorf("firstCursor(%s) = %q, %v; want %q, %v", tc.body, cur, ok, tc.cur, tc.ok)
 		}
+	}
+}
+
+// fakeCommitter stamps the items at cursors with commit times: the clock skew and losses a
+// real chain on one machine does not show.
+type fakeCommitter map[string][2]time.Time // cursor: commit time, the commit before
+
+func (f fakeCommitter) Submit(context.Context, string, int) error { return nil }
+func (f fakeCommitter) Mark(client.Item) string                   { return "" }
+func (f fakeCommitter) Committed(_ context.Context, pos string) (time.Time, time.Duration, error) {
+	c, ok := f[pos]
+	if !ok {
+		return time.Time{}, 0, fmt.Errorf("no item at %s", pos)
+	}
+	return c[0], c[0].Sub(c[1]), nil
+}
+
+// Against a log that stamps when it committed each item (a chain), latency runs from the
+// commit to the tail's receipt; its goal is the run's block time plus the margin; an item
+// received before its commit by the log's clock counts as 0 ms and is noted; a block's
+// time counts once however many items it held.
+func TestCommittedFigures(t *testing.T) {
+	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	com := fakeCommitter{
+		"a": {ms(0), ms(-600)},   // a block 600 ms after the one before
+		"b": {ms(700), ms(0)},    // 700 ms
+		"c": {ms(1400), ms(700)}, // 700 ms
+	}
+	tr := newTracker(4)
+	for seq, it := range []struct {
+		cursor          string
+		sent, ack, recv int
+	}{1: {"a", -400, -399, 30}, 2: {"a", -300, -299, 50}, 3: {"b", 200, 201, 790}, 4: {"c", 900, 901, 1390}} {
+		if seq == 0 {
+			continue
+		}
+		tr.acked(uint64(seq), ms(it.sent), ms(it.ack))
+		tr.received1(uint64(seq), ms(it.recv))
+		tr.cursor[seq] = it.cursor
+	}
+	r := &Report{}
+	r, err := committedFigures(context.Background(), r, LatencyConfig{Rate: 4, Concurrency: 1}, com, tr, 0, 4, 4, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := map[string]Value{}
+	for _, v := range r.Figures {
+		f[v.Name] = v
+	}
+	for name, want := range map[string]float64{
+		"events_measured": 4, "blocks": 3, "block_time": 700, "latency_p50": 30, "latency_max": 90, "missing": 0,
+	} {
+		if got := f[name].Value.(float64); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if g := f["latency_p99"].Goal; g == nil || g.Value != 700+GoalCommitP99MarginMs {
+		t.Errorf("latency_p99's goal: %+v, want the block time and %d ms", g, GoalCommitP99MarginMs)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "1 items were written out before their commit") {
+		t.Errorf("the item received before its commit is not noted: %q", r.Notes)
+	}
+
+	// An item taken and never received fails the run, after its report.
+	tr = newTracker(1)
+	tr.acked(1, ms(0), ms(1))
+	if _, err := committedFigures(context.Background(), &Report{}, LatencyConfig{Rate: 1, Concurrency: 1}, com, tr, 0, 1, 1, time.Second); err == nil || !strings.Contains(err.Error(), "1 items the log took never reached the tail") {
+		t.Errorf("a missing item: %v", err)
 	}
 }

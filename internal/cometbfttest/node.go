@@ -490,20 +490,23 @@ func (n *Node) BroadcastCommit(ctx context.Context, tx string) (int64, error) {
 	return r.Result.Height, nil
 }
 
-// BroadcastAsync sends each tx without waiting for a block, from workers calls at once.
+// asyncBatch is how many broadcast_tx_async calls BroadcastAsync sends in one request: the
+// most a node takes by default (rpc.max_request_batch_size, v0.38 and later).
+const asyncBatch = 10
+
+// BroadcastAsync sends each tx without waiting for a block: broadcast_tx_async calls in
+// JSON-RPC batches of asyncBatch, workers batches at once, so that thousands reach the
+// mempool within a block's time even on a busy machine.
 func (n *Node) BroadcastAsync(ctx context.Context, txs []string, workers int) error {
-	work := make(chan string)
+	work := make(chan []string)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for tx := range work {
-				var r struct {
-					Result struct{ Code int } `json:"result"`
-				}
-				if err := n.Get(ctx, "broadcast_tx_async", url.Values{"tx": {quote(tx)}}, &r); err != nil {
+			for batch := range work {
+				if err := n.broadcastBatch(ctx, batch); err != nil {
 					errs <- err
 					return
 				}
@@ -512,9 +515,11 @@ func (n *Node) BroadcastAsync(ctx context.Context, txs []string, workers int) er
 	}
 	var err error
 feed:
-	for _, tx := range txs {
+	for len(txs) > 0 {
+		k := min(asyncBatch, len(txs))
 		select {
-		case work <- tx:
+		case work <- txs[:k]:
+			txs = txs[k:]
 		case err = <-errs:
 			break feed
 		}
@@ -528,6 +533,95 @@ feed:
 		}
 	}
 	return err
+}
+
+// broadcastBatch posts one JSON-RPC batch of broadcast_tx_async calls, one a tx.
+func (n *Node) broadcastBatch(ctx context.Context, txs []string) error {
+	type call struct {
+		JSONRPC string            `json:"jsonrpc"`
+		ID      int               `json:"id"`
+		Method  string            `json:"method"`
+		Params  map[string][]byte `json:"params"`
+	}
+	calls := make([]call, len(txs))
+	for i, tx := range txs {
+		calls[i] = call{"2.0", i, "broadcast_tx_async", map[string][]byte{"tx": []byte(tx)}}
+	}
+	body, err := json.Marshal(calls)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	type reply struct {
+		Error *struct {
+			Data string `json:"data"`
+		} `json:"error"`
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	// The node answers a batch of one with a reply that is no array.
+	var replies []reply
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] == '{' {
+		replies = make([]reply, 1)
+		err = json.Unmarshal(b, &replies[0])
+	} else {
+		err = json.Unmarshal(b, &replies)
+	}
+	if err != nil {
+		return fmt.Errorf("broadcast_tx_async: HTTP %d: %w: %.200s", resp.StatusCode, err, b)
+	}
+	if len(replies) != len(txs) {
+		return fmt.Errorf("broadcast_tx_async: %d replies to %d calls", len(replies), len(txs))
+	}
+	for _, r := range replies {
+		if r.Error != nil {
+			return fmt.Errorf("broadcast_tx_async: %s", r.Error.Data)
+		}
+	}
+	return nil
+}
+
+// SendTxs sends count transactions "PREFIXi=vi" to the node: the first three committed one by
+// one (blocks of one), the rest at once from four workers (blocks of many), then one more,
+// "PREFIXlast=done", committed. It returns the height by which all are committed.
+func (n *Node) SendTxs(ctx context.Context, prefix string, count int) (int64, error) {
+	var txs []string
+	for i := range count {
+		txs = append(txs, fmt.Sprintf("%s%d=v%d", prefix, i, i))
+	}
+	one := min(3, count)
+	var last int64
+	for _, tx := range txs[:one] {
+		h, err := n.BroadcastCommit(ctx, tx)
+		if err != nil {
+			return 0, err
+		}
+		last = h
+	}
+	if count > one {
+		if err := n.BroadcastAsync(ctx, txs[one:], 4); err != nil {
+			return 0, err
+		}
+		h, err := n.BroadcastCommit(ctx, prefix+"last=done")
+		if err != nil {
+			return 0, err
+		}
+		last = h
+	}
+	return last, nil
 }
 
 // WaitHeight waits until the node's latest height is at least h, or ctx ends.

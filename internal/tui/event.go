@@ -27,7 +27,7 @@ type event struct {
 	// Shown in the list, cleaned for the terminal; "" when absent.
 	typ, source, subject, id string
 	widths                   [3]int    // display widths of typ, source and subject, by wishCells
-	time                     time.Time // the CloudEvent's time, else the cursor's
+	time                     time.Time // the CloudEvent's time, else the item's (Item.Time), else the cursor's
 }
 
 // wishCells measures what the list's columns would like to be: by code point, as the
@@ -81,6 +81,8 @@ func newEvent(it client.Item) *event {
 	ev.widths = [3]int{wishCells.width(ev.typ), wishCells.width(ev.source), wishCells.width(ev.subject)}
 	if t, err := time.Parse(time.RFC3339Nano, tm); err == nil {
 		ev.time = t
+	} else if !it.Time.IsZero() {
+		ev.time = it.Time
 	} else if c, err := cursor.Parse(it.Cursor); err == nil && !c.IsZero() {
 		ev.time = c.Time()
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func plainLines(doc string, width int) string {
@@ -80,5 +81,17 @@ func TestCleanAndEvent(t *testing.T) {
 	tm := newEvent(clientItem(fakeCursor(2), "Tx", `{"height":"5"}`))
 	if tm.typ != "Tx" || tm.source != "" || tm.time.IsZero() || string(tm.raw) != `{"cursor":"`+fakeCursor(2)+`","event":"Tx","data":{"height":"5"}}` {
 		t.Errorf("tendermint item: %+v raw %s", tm, tm.raw)
+	}
+	// An item whose cursor holds no time (a chain's) shows the time its source stamped it
+	// with (its block's); without one, none.
+	at := time.Date(2026, 11, 22, 13, 39, 11, 0, time.UTC)
+	chain := clientItem("h000000000044.00000001", "Tx", `{"height":44}`)
+	chain.Time = at
+	if ev := newEvent(chain); !ev.time.Equal(at) {
+		t.Errorf("a chain's item shows the time %v, want its block's %v", ev.time, at)
+	}
+	chain.Time = time.Time{}
+	if ev := newEvent(chain); !ev.time.IsZero() {
+		t.Errorf("an item without a time shows %v", ev.time)
 	}
 }

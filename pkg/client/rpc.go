@@ -213,6 +213,10 @@ type Item struct {
 	// Pos is the position right after the item, where it is not the cursor (a log of
 	// partitions); see PosOf.
 	Pos string `json:"-"`
+	// Time is when the log stamped the item, where its cursor holds no time (a chain's
+	// item: its block's time); zero otherwise. Renderers show it where an item that is no
+	// CloudEvent has no time of its own.
+	Time time.Time `json:"-"`
 }
 
 // UnmarshalJSON keeps the raw bytes of the item beside its fields.

@@ -24,9 +24,9 @@ const (
 
 const sep = "  "
 
-// pretty writes one line: for a CloudEvent its time (else the cursor's), type, source,
-// subject if any, id and compact data if any; for other items the cursor's time, the
-// event name and the payload (data.value, else data). Text from the node is cleaned of
+// pretty writes one line: for a CloudEvent its time (else the item's), type, source,
+// subject if any, id and compact data if any; for other items the item's time (see
+// itemTime), the event name and the payload (data.value, else data). Text from the node is cleaned of
 // anything a terminal would act on. With a width, the line is fitted to it (see fitted).
 func (r *Renderer) pretty(it client.Item) error {
 	ev := scanData(bytesString(it.Data))
@@ -45,7 +45,7 @@ func (r *Renderer) pretty(it client.Item) error {
 	if ev.ce && ev.time != "" {
 		b, _ = appendDisplay(b, ev.time, prettyAttrWidth, false)
 	} else {
-		b = appendCursorTime(b, it.Cursor)
+		b = appendItemTime(b, it)
 	}
 	b = r.style(b, styleReset)
 
@@ -94,14 +94,22 @@ func (r *Renderer) style(b []byte, style string) []byte {
 	return b
 }
 
-// appendCursorTime appends the time in a cursor (UTC, RFC 3339 with nanoseconds as
-// needed), or "-" for a cursor that holds none.
-func appendCursorTime(b []byte, c string) []byte {
-	t, ok := cursorTime(c)
+// appendItemTime appends an item's time (UTC, RFC 3339 with nanoseconds as needed): the one
+// its source stamped it with, else its cursor's; "-" when it has neither.
+func appendItemTime(b []byte, it client.Item) []byte {
+	t, ok := itemTime(it)
 	if !ok {
 		return append(b, '-')
 	}
 	return t.UTC().AppendFormat(b, time.RFC3339Nano)
+}
+
+// itemTime is the time the item's source stamped it with, else its cursor's.
+func itemTime(it client.Item) (time.Time, bool) {
+	if !it.Time.IsZero() {
+		return it.Time, true
+	}
+	return cursorTime(it.Cursor)
 }
 
 func cursorTime(c string) (time.Time, bool) {
@@ -160,7 +168,7 @@ func (r *Renderer) fitted(it client.Item, ev *event) error {
 		}
 	}
 	if !ok {
-		t, ok = cursorTime(it.Cursor)
+		t, ok = itemTime(it)
 	}
 	ts := "-"
 	if ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // The clock and the time zone of the fitted goldens: the afternoon of the day of most
@@ -271,5 +272,25 @@ func TestAppendDisplayEnd(t *testing.T) {
 		if string(b) != tc.want || n != tc.cols {
 			t.Errorf("appendDisplayEnd(%q, %d) = %q, %d; want %q, %d", tc.in, tc.limit, b, n, tc.want, tc.cols)
 		}
+	}
+}
+
+// An item whose cursor holds no time (a chain's height and place in its block) and that the
+// source stamped with a time shows that time, fitted or not; without one, "-".
+func TestPrettyItemTime(t *testing.T) {
+	at := time.Date(2026, 11, 22, 13, 39, 11, 957e6, time.UTC)
+	it := client.Item{Item: wire.Item{Cursor: "h000000000044.00000001", Event: "Tx", Data: []byte(`{"type":"tendermint/event/Tx","value":{"height":44}}`)}, Time: at}
+	if got, want := render(t, Options{Format: "pretty"}, it), "2026-11-22T13:39:11.957Z  Tx  {\"height\":44}\n"; got != want {
+		t.Errorf("pretty: %q, want %q", got, want)
+	}
+	if got := renderFitted(t, 80, false, it); !strings.HasPrefix(got, "14:39:11.957  Tx") {
+		t.Errorf("fitted: %q, want the time of day in UTC+1 first", got)
+	}
+	it.Time = time.Time{}
+	if got := render(t, Options{Format: "pretty"}, it); !strings.HasPrefix(got, "-  Tx") {
+		t.Errorf("pretty without a time: %q", got)
+	}
+	if got := renderFitted(t, 80, false, it); !strings.HasPrefix(got, "-             Tx") {
+		t.Errorf("fitted without a time: %q", got)
 	}
 }

@@ -71,7 +71,7 @@ func CompareRead(ctx context.Context, opts Options, from, to int64, pageItems, r
 		if err != nil {
 			return c, fmt.Errorf("the reader: %w", err)
 		}
-		pr, err := readPlain(ctx, opts, from, to)
+		pr, err := readPlainOpts(ctx, opts, from, to)
 		if err != nil {
 			return c, fmt.Errorf("the plain loop: %w", err)
 		}
@@ -132,11 +132,18 @@ type plainEvent struct {
 	} `json:"attributes"`
 }
 
-func readPlain(ctx context.Context, opts Options, from, to int64) (ReadRate, error) {
+func readPlainOpts(ctx context.Context, opts Options, from, to int64) (ReadRate, error) {
 	c, err := newRPC(opts)
 	if err != nil {
 		return ReadRate{}, err
 	}
+	return readPlain(ctx, c, opts.Concurrency, from, to)
+}
+
+// readPlain is the plain loop: conc workers, each calling block_results and then block for
+// one height after another, from to to, decoding both with encoding/json and counting the
+// items and ABCI events they hold.
+func readPlain(ctx context.Context, c *rpc, conc int, from, to int64) (ReadRate, error) {
 	rate := ReadRate{Heights: to - from + 1}
 	var next, items, events atomic.Int64
 	next.Store(from)
@@ -156,7 +163,7 @@ func readPlain(ctx context.Context, opts Options, from, to int64) (ReadRate, err
 		cancel()
 	}
 	start := time.Now()
-	for range opts.Concurrency {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -33,6 +33,9 @@ import (
 // item's value is a Tendermint node's Tx item (height a number, tx in base64, result the
 // node's result for it, byte for byte) with the index always written and the transaction's
 // hash added: the upper-case hex SHA-256 of its bytes, which tx_search and explorers take.
+// Every item carries its block's time (client.Item.Time, from the blockchain method's
+// headers, read for the height anyway), for the renderers and the terminal UI: a cursor of
+// a chain holds none.
 
 // Item event names.
 const (
@@ -178,7 +181,7 @@ func (d *heightData) close(start, data int, event string) {
 	d.buf = append(d.buf, '}')
 	end := len(d.buf)
 	d.buf = append(d.buf, '\n')
-	d.items = append(d.items, client.Item{Item: wire.Item{Event: event}})
+	d.items = append(d.items, client.Item{Item: wire.Item{Event: event}, Time: d.meta.time})
 	d.marks = append(d.marks, itemMarks{start: start, data: data, end: end})
 }
 

@@ -2,7 +2,6 @@ package cometbft
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -85,34 +84,15 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// sendTxs sends txs to node: the first ones committed one by one, the rest at once, so that
-// blocks hold one or many. It returns the height by which all are committed.
+// sendTxs sends txs to node (see cometbfttest.Node.SendTxs): blocks of one and of many. It
+// returns the height by which all are committed.
 func sendTxs(t testing.TB, ctx context.Context, node *cometbfttest.Node, prefix string, n int) int64 {
 	t.Helper()
-	var txs []string
-	for i := range n {
-		txs = append(txs, fmt.Sprintf("%s%d=v%d", prefix, i, i))
-	}
-	one := min(3, n)
-	var last int64
-	for _, tx := range txs[:one] {
-		h, err := node.BroadcastCommit(ctx, tx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = h
-	}
-	if err := node.BroadcastAsync(ctx, txs[one:], 4); err != nil {
+	h, err := node.SendTxs(ctx, prefix, n)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n > one {
-		h, err := node.BroadcastCommit(ctx, prefix+"last=done")
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = h
-	}
-	return last
+	return h
 }
 
 // walkForward reads every item after from up to and including height to, in pages of max.

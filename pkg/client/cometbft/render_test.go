@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/evtctl/evtctl/pkg/render"
 )
@@ -14,7 +15,8 @@ import (
 // shows the event name and the value.
 func TestItemsRender(t *testing.T) {
 	res := jsonOf(capture(t, "v0.37/block_results.json")).Get("result")
-	d, err := buildHeight(blockMeta{height: 11, numTxs: 1}, res, []string{"Y2l0eT1vc2xv"})
+	at := time.Date(2026, 11, 22, 13, 39, 11, 957e6, time.UTC)
+	d, err := buildHeight(blockMeta{height: 11, numTxs: 1, time: at}, res, []string{"Y2l0eT1vc2xv"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,5 +50,11 @@ func TestItemsRender(t *testing.T) {
 	pretty := out(render.Options{Format: "pretty"})
 	if lines := strings.Split(strings.TrimSpace(pretty), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "NewBlockEvents") || !strings.Contains(lines[1], `Tx  {"height":11,"index":0`) {
 		t.Errorf("pretty:\n%s", pretty)
+	}
+	// Each item shows its block's time, which its cursor does not hold.
+	for _, l := range strings.Split(strings.TrimSpace(pretty), "\n") {
+		if !strings.HasPrefix(l, "2026-11-22T13:39:11.957Z  ") {
+			t.Errorf("pretty: %q does not begin with the block's time", l)
+		}
 	}
 }

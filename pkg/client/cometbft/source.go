@@ -58,6 +58,7 @@ type source struct {
 	mu      sync.Mutex
 	queries map[string]*filter.Query // compiled queries, by text
 	ids     map[int64]Identity       // identities by height, for checkpoints
+	commits map[int64]time.Time      // commit times by height, for bench latency
 }
 
 // Node is the node's address, any password redacted.

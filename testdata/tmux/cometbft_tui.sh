@@ -1,0 +1,62 @@
+#!/bin/sh
+# Opens the terminal UI, tail -i, on a CometBFT chain in a detached tmux session 80 columns
+# wide and 24 lines high, waits until it shows the chain's block events and transactions,
+# and saves the screen as $WORK/screen.txt for TestCometBFTScripts to check; then q ends it,
+# with status 0, and what the terminal shows after is saved as $WORK/after.txt. Run by that
+# test, which sets:
+#
+#   EVTCTL       the evtctl binary (the test binary, with EVTCTL_TEST_AS_MAIN=1)
+#   EVTCTL_NODE  the chain's node (a plain http:// address: evtctl finds out what it is)
+#   WORK         an empty directory for the tmux socket and the screen
+set -eu
+: "${EVTCTL:?}" "${EVTCTL_NODE:?}" "${WORK:?}"
+
+sock="$WORK/tmux.sock"
+t() { tmux -u -S "$sock" -f /dev/null "$@"; }
+screen() { t capture-pane -p -J -t ui; }
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- the screen:" >&2
+	screen >&2 || true
+	t kill-server 2>/dev/null || true
+	exit 1
+}
+# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
+wait_for() {
+	i=0
+	until screen | grep -qF -- "$1"; do
+		i=$((i + 1))
+		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
+		sleep 0.05
+	done
+}
+
+t new-session -d -s ui -x 80 -y 24 -c "$WORK" \
+	"env EVTCTL_TEST_AS_MAIN=1 EVTCTL_NODE='$EVTCTL_NODE' '$EVTCTL' tail -i; echo \"exit=\$?\" > '$WORK/status'; exec sleep 60"
+wait_for "● LIVE"
+wait_for " NewBlockEvents "
+wait_for " Tx "
+# The list follows the chain: the selected row, the newest, moves on to each new height.
+selected() { screen | grep -o '▶ [0-9:.]*' | head -n 1; }
+before=$(selected)
+[ -n "$before" ] || fail "no row is selected"
+i=0
+until [ "$(selected)" != "$before" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 400 ] || fail "the list stayed at $before"
+	sleep 0.05
+done
+screen >"$WORK/screen.txt"
+
+t send-keys -t ui q
+i=0
+until [ -s "$WORK/status" ]; do
+	i=$((i + 1))
+	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
+	sleep 0.05
+done
+grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+# What the terminal shows once the UI has given it back.
+screen >"$WORK/after.txt"
+t kill-server
+echo ok
