@@ -13,6 +13,7 @@ import (
 	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/demo"
 	"github.com/evtctl/evtctl/internal/iostreams"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 type demoOptions struct {
@@ -93,7 +94,7 @@ func runDemo(ctx context.Context, opts *demoOptions) error {
 		}
 	}
 
-	sender, err := deliver.New(deliver.Options{URL: node.URL + "/events", Mode: deliver.Batch, Node: true})
+	sender, err := deliver.New(deliver.Options{URL: node.URL + wire.PathEvents, Mode: deliver.Batch, Node: true})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventgen"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 type emitOptions struct {
@@ -274,7 +275,7 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		if err != nil {
 			return nil, usagef("--node: %v", err)
 		}
-		url = base + "/events"
+		url = base + wire.PathEvents
 	}
 	tlsCfg, err := client.TLSConfig(caFile, insecure)
 	if err != nil {

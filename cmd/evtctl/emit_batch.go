@@ -570,7 +570,7 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 }
 
 // sendOrdered is sendBatches for one sender (--concurrency 1, the default), keeping the
-// order of the batches: they go as one sequence of ordered batches (deliver.OrderHeader).
+// order of the batches: they go as one sequence of ordered batches (wire.HeaderOrder).
 // Once the node has answered that it stores them in their place, the next batches are sent
 // before the reply to the one before them (orderedInFlight in flight), so that the node
 // decodes one while it writes and syncs the others; before that (another receiver, which

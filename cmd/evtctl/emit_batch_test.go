@@ -26,6 +26,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 func init() {
@@ -345,7 +346,7 @@ func checkStored(t *testing.T, store *eventlog.Log, want []string) {
 
 // orderSeq is the batch number of an ordered batch request; 0 without the header.
 func orderSeq(r *http.Request) int {
-	_, n, _ := strings.Cut(r.Header.Get(deliver.OrderHeader), " ")
+	_, n, _ := strings.Cut(r.Header.Get(wire.HeaderOrder), " ")
 	seq, _ := strconv.Atoi(n)
 	return seq
 }
@@ -402,7 +403,7 @@ func TestEmitResendsABatchRefusedForItsPlace(t *testing.T) {
 				ingests.Add(1)
 			}
 			if orderSeq(r) == 3 && refused.CompareAndSwap(false, true) {
-				w.Header().Set(deliver.OrderHeader, "refused")
+				w.Header().Set(wire.HeaderOrder, "refused")
 				http.Error(w, `{"error":"batch 2 of this sequence did not arrive within 10s"}`, http.StatusConflict)
 				return
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/evtctl/evtctl/internal/forward"
 	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 func init() {
@@ -288,7 +289,7 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 // receiver gets a valid event whose id (the cursor) is stable across retries and restarts.
 func TestForwardWrapsTendermintItems(t *testing.T) {
 	t.Parallel()
-	it := client.Item{Cursor: "18ea61a27c399e6c-00c6", Event: "Tx", Data: json.RawMessage(`{"type":"tendermint/event/Tx","value":{"height":202}}`)}
+	it := client.Item{Item: wire.Item{Cursor: "18ea61a27c399e6c-00c6", Event: "Tx", Data: json.RawMessage(`{"type":"tendermint/event/Tx","value":{"height":202}}`)}}
 	b := asCloudEvent("http://tm:26657", it)
 	ev, err := cevent.DecodeStructured(b, cevent.Limits{})
 	if err != nil {
@@ -306,7 +307,7 @@ func TestForwardWrapsTendermintItems(t *testing.T) {
 	if ev, err := cevent.DecodeStructured(asCloudEvent("http://tm:26657", it), cevent.Limits{}); err != nil || !ev.Time.Equal(it.Time) {
 		t.Errorf("the event's time is %v (%v), want %v", ev.Time, err, it.Time)
 	}
-	own := client.Item{Cursor: "c", Data: json.RawMessage(`{"specversion":"1.0","id":"x","source":"/s","type":"t"}`)}
+	own := client.Item{Item: wire.Item{Cursor: "c", Data: json.RawMessage(`{"specversion":"1.0","id":"x","source":"/s","type":"t"}`)}}
 	if got := asCloudEvent("http://n", own); string(got) != string(own.Data) {
 		t.Errorf("a CloudEvent was changed: %s", got)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // goldenDir holds what replay and tail write for the fixture log, byte for byte.
@@ -196,7 +197,7 @@ func TestReplayGolden(t *testing.T) {
 // hideStream stands for a node that has no stream: it neither advertises nor serves it.
 func hideStream(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == server.StreamPath {
+		if r.URL.Path == wire.PathStream {
 			http.NotFound(w, r)
 			return
 		}
@@ -207,11 +208,11 @@ func hideStream(h http.Handler) http.Handler {
 type noStreamWriter struct{ http.ResponseWriter }
 
 func (w noStreamWriter) WriteHeader(code int) {
-	w.Header().Del(server.StreamHeader)
+	w.Header().Del(wire.HeaderStream)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w noStreamWriter) Write(b []byte) (int, error) {
-	w.Header().Del(server.StreamHeader)
+	w.Header().Del(wire.HeaderStream)
 	return w.ResponseWriter.Write(b)
 }

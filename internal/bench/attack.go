@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // The attacks Attack can make: each a way for a few clients to shut others out, which a node
@@ -347,6 +348,10 @@ func (a *attacker) produce(ctx context.Context) error {
 	return nil
 }
 
+// headBound is a cursor after every real one: as before, a bound that makes the node answer
+// at once.
+const headBound = "7fffffffffffffff-0000000000000000"
+
 // probe reads the five newest items now and then, on a connection of its own, and times
 // each read.
 func (a *attacker) probe(ctx context.Context) error {
@@ -356,7 +361,7 @@ func (a *attacker) probe(ctx context.Context) error {
 	}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}
-	u := a.cfg.Target.URL + "/events?maxItems=5&before=7fffffffffffffff-0000000000000000"
+	u := a.cfg.Target.URL + wire.PathEvents + "?" + wire.ParamMaxItems + "=5&" + wire.ParamBefore + "=" + headBound
 	tick := time.NewTicker(a.cfg.ProbeEvery)
 	defer tick.Stop()
 	for {
@@ -372,7 +377,7 @@ func (a *attacker) probe(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil || status != http.StatusOK || !strings.HasPrefix(string(body), `{"items":[`) {
+		if err != nil || status != http.StatusOK || !strings.HasPrefix(string(body), `{"`+wire.KeyItems+`":[`) {
 			p.failed.Add(1)
 			continue
 		}
@@ -425,20 +430,20 @@ func (a *attacker) start(ctx context.Context, wg *sync.WaitGroup, name string) (
 	}
 	switch name {
 	case AttackBodyless:
-		req := "POST /events HTTP/1.1\r\nHost: " + a.addr + "\r\nContent-Type: application/cloudevents-batch+json\r\n" +
+		req := "POST " + wire.PathEvents + " HTTP/1.1\r\nHost: " + a.addr + "\r\nContent-Type: " + ctBatch + "\r\n" +
 			auth(a.cfg.Target.ingestToken()) + "Content-Length: 8388608\r\n\r\n"
 		for range a.cfg.Connections {
 			wg.Go(func() { a.holdRequest(ctx, req) })
 		}
 		return a.cfg.Connections, nil
 	case AttackTokenless:
-		req := "POST / HTTP/1.1\r\nHost: " + a.addr + "\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n"
+		req := "POST " + wire.PathRPC + " HTTP/1.1\r\nHost: " + a.addr + "\r\nContent-Type: " + wire.MediaJSON + "\r\nContent-Length: 1048576\r\n\r\n"
 		for range a.cfg.Connections {
 			wg.Go(func() { a.holdRequest(ctx, req) })
 		}
 		return a.cfg.Connections, nil
 	case AttackStreams:
-		req := "GET /events/stream HTTP/1.1\r\nHost: " + a.addr + "\r\n" + auth(a.cfg.Target.Token) + "\r\n"
+		req := "GET " + wire.PathStream + " HTTP/1.1\r\nHost: " + a.addr + "\r\n" + auth(a.cfg.Target.Token) + "\r\n"
 		for range a.cfg.Streams {
 			wg.Go(func() { a.stallStream(ctx, req) })
 		}
@@ -450,8 +455,9 @@ func (a *attacker) start(ctx context.Context, wg *sync.WaitGroup, name string) (
 		}
 		hc := &http.Client{Transport: tr}
 		// Oldest first from the long events, and never waiting: before is set.
-		u := a.cfg.Target.URL + "/events?maxItems=10&order=asc&after=" + url.QueryEscape(a.long) +
-			"&before=7fffffffffffffff-0000000000000000&query=" + url.QueryEscape(costlyQuery())
+		u := a.cfg.Target.URL + wire.PathEvents + "?" + wire.ParamMaxItems + "=10&" + wire.ParamOrder + "=" + wire.OrderAsc +
+			"&" + wire.ParamAfter + "=" + url.QueryEscape(a.long) + "&" + wire.ParamBefore + "=" + headBound +
+			"&" + wire.ParamQuery + "=" + url.QueryEscape(costlyQuery())
 		for range a.cfg.Scanners {
 			wg.Go(func() { a.scan(ctx, hc, u) })
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Node kinds, as found by Inspect; a node read through another source than the events
@@ -53,7 +54,7 @@ func (t Target) metricsURL() string {
 	if t.MetricsURL != "" {
 		return t.MetricsURL
 	}
-	return t.URL + "/metrics"
+	return t.URL + wire.PathMetrics
 }
 
 // Common are the settings every bench takes.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Goals the project holds itself to on a 2-core machine.
@@ -181,7 +183,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*Report, error) {
 					return err
 				}
 				if checkCount {
-					if got := gjson.GetBytes(reply, "count"); !got.Exists() || int(got.Int()) != n {
+					if got := gjson.GetBytes(reply, wire.KeyCount); !got.Exists() || int(got.Int()) != n {
 						return fmt.Errorf("the node acknowledged a batch of %d events with %q", n, truncate(reply, 120))
 					}
 				}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // NodeInfo is what Inspect learnt about a node.
@@ -51,7 +52,7 @@ func Inspect(ctx context.Context, t Target) NodeInfo {
 		defer tr.CloseIdleConnections()
 	}
 	healthz := false
-	if body, status, err := get(ctx, hc, t.URL+"/healthz", t.Token); err == nil && status == http.StatusOK {
+	if body, status, err := get(ctx, hc, t.URL+wire.PathHealth, t.Token); err == nil && status == http.StatusOK {
 		if gjson.ValidBytes(body) && gjson.GetBytes(body, "status").String() == "ok" {
 			healthz = true
 			info.Version = gjson.GetBytes(body, "version").String()

@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // pollConn is one poller's connection: an HTTP/1.1 client of the events method that does
@@ -76,8 +77,8 @@ func newPollEndpoint(t Target, version, query string, wait time.Duration) (*poll
 		cfg.NextProtos = []string{"http/1.1"}
 		ep.tls = cfg
 	}
-	h := "POST " + u.EscapedPath() + "/ HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: " + userAgent(version) +
-		"\r\nContent-Type: application/json\r\n"
+	h := "POST " + u.EscapedPath() + wire.PathRPC + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: " + userAgent(version) +
+		"\r\nContent-Type: " + wire.MediaJSON + "\r\n"
 	if t.Token != "" {
 		h += "Authorization: Bearer " + t.Token + "\r\n"
 	}
@@ -135,20 +136,30 @@ func (pc *pollConn) send(after string) error {
 	return err
 }
 
+// A call for one item, as appendRequest encodes it:
+// {"jsonrpc":"2.0","id":N,"method":"events","params":{"maxItems":1,"after":"C","waitTime":NS,"filter":{"query":Q}}}.
+const (
+	callHead   = `{"` + wire.KeyJSONRPC + `":"` + wire.Version + `","` + wire.KeyID + `":`
+	callParams = `,"` + wire.KeyMethod + `":"` + wire.Method + `","` + wire.KeyParams + `":{"` + wire.ParamMaxItems + `":1`
+	callAfter  = `,"` + wire.ParamAfter + `":`
+	callWait   = `,"` + wire.ParamWaitTime + `":`
+	callQuery  = `,"` + wire.ParamFilter + `":{"` + wire.ParamQuery + `":`
+)
+
 // appendRequest appends the body of call id, for the first item after the cursor after, to
 // call, and the whole request to req.
 func (ep *pollEndpoint) appendRequest(call, req []byte, id int, after string) ([]byte, []byte) {
-	b := append(call, `{"jsonrpc":"2.0","id":`...)
+	b := append(call, callHead...)
 	b = strconv.AppendInt(b, int64(id), 10)
-	b = append(b, `,"method":"events","params":{"maxItems":1`...)
+	b = append(b, callParams...)
 	if after != "" {
-		b = append(b, `,"after":`...)
+		b = append(b, callAfter...)
 		b = strconv.AppendQuote(b, after)
 	}
-	b = append(b, `,"waitTime":`...)
+	b = append(b, callWait...)
 	b = strconv.AppendInt(b, int64(ep.wait), 10)
 	if ep.query != nil {
-		b = append(append(append(b, `,"filter":{"query":`...), ep.query...), '}')
+		b = append(append(append(b, callQuery...), ep.query...), '}')
 	}
 	b = append(b, "}}"...)
 	r := append(req, ep.head...)
@@ -158,7 +169,7 @@ func (ep *pollEndpoint) appendRequest(call, req []byte, id int, after string) ([
 	return b, append(r, b...)
 }
 
-// errRefused is the node's busy error (-32000): too many waiting readers.
+// errRefused is the node's busy error (wire.CodeBusy): too many waiting readers.
 type errRefused struct{ msg string }
 
 func (e *errRefused) Error() string { return e.msg }
@@ -280,14 +291,14 @@ func replyCursor(status int, body []byte) (string, error) {
 	if cur, ok := firstCursor(body); ok {
 		return cur, nil
 	}
-	if e := gjson.GetBytes(body, "error"); e.Exists() {
+	if e := gjson.GetBytes(body, wire.KeyError); e.Exists() {
 		msg := fmt.Sprintf("the node answered %s", e.Raw)
-		if e.Get("code").Int() == -32000 {
+		if e.Get(wire.KeyCode).Int() == wire.CodeBusy {
 			return "", &errRefused{msg}
 		}
 		return "", errors.New(msg)
 	}
-	items := gjson.GetBytes(body, "result.items")
+	items := gjson.GetBytes(body, wire.KeyResult+"."+wire.KeyItems)
 	if !items.IsArray() {
 		return "", fmt.Errorf("not a reply of the events method: %.200s", body)
 	}
@@ -296,17 +307,17 @@ func replyCursor(status int, body []byte) (string, error) {
 		return "", nil
 	}
 	i := int64(0)
-	if gjson.GetBytes(body, "result.order").String() == "asc" {
+	if gjson.GetBytes(body, wire.KeyResult+"."+wire.KeyOrder).String() == wire.OrderAsc {
 		i = n - 1
 	}
-	return items.Get(strconv.FormatInt(i, 10) + ".cursor").String(), nil
+	return items.Get(strconv.FormatInt(i, 10) + "." + wire.KeyCursor).String(), nil
 }
 
 // firstCursor reads the reply of a one-item call as an evtctl node writes it —
 // {"jsonrpc":"2.0","id":…,"result":{"items":[{"cursor":"…",… or {"items":[],… — without
 // parsing the rest; false for any other reply, which is then parsed whole.
 func firstCursor(body []byte) (string, bool) {
-	const head, items, item = `{"jsonrpc":"2.0","id":`, `,"result":{"items":[`, `{"cursor":"`
+	const head, items, item = callHead, `,"` + wire.KeyResult + `":{"` + wire.KeyItems + `":[`, `{"` + wire.KeyCursor + `":"`
 	if !bytes.HasPrefix(body, []byte(head)) {
 		return "", false
 	}
@@ -324,7 +335,7 @@ func firstCursor(body []byte) (string, bool) {
 		return "", true
 	case bytes.HasPrefix(rest, []byte(item)):
 		rest = rest[len(item):]
-		if j := bytes.IndexByte(rest, '"'); j == 33 && !bytes.Contains(body[max(len(body)-48, 0):], []byte(`"order":"asc"`)) {
+		if j := bytes.IndexByte(rest, '"'); j == 33 && !bytes.Contains(body[max(len(body)-48, 0):], []byte(`"`+wire.KeyOrder+`":"`+wire.OrderAsc+`"`)) {
 			return string(rest[:j]), true
 		}
 	}

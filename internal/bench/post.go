@@ -13,13 +13,15 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Content types of the CloudEvents HTTP binding.
 const (
-	ctStructured = "application/cloudevents+json"
-	ctBatch      = "application/cloudevents-batch+json"
+	ctStructured = cevent.MediaTypeStructured
+	ctBatch      = cevent.MediaTypeBatch
 )
 
 // poster sends events to a node's ingest endpoint over keep-alive connections.
@@ -36,7 +38,7 @@ func newPoster(t Target, version string, conns int) (*poster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &poster{url: t.URL + "/events", token: t.ingestToken(), ua: userAgent(version), hc: &http.Client{Transport: tr, Timeout: time.Minute}, tr: tr}, nil
+	return &poster{url: t.URL + wire.PathEvents, token: t.ingestToken(), ua: userAgent(version), hc: &http.Client{Transport: tr, Timeout: time.Minute}, tr: tr}, nil
 }
 
 func (p *poster) close() { p.tr.CloseIdleConnections() }
@@ -74,11 +76,11 @@ func (p *poster) post(ctx context.Context, contentType string, body []byte) ([]b
 	case s >= 200 && s < 300:
 		return reply, nil
 	case s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable:
-		ra, _ := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+		ra, _ := strconv.Atoi(strings.TrimSpace(resp.Header.Get(wire.HeaderRetryAfter)))
 		return nil, &busyError{status: s, retryAfter: time.Duration(ra) * time.Second}
 	default:
 		reason := strings.TrimSpace(string(reply))
-		if r := gjson.Get(reason, "error"); r.Exists() {
+		if r := gjson.Get(reason, wire.KeyError); r.Exists() {
 			reason = r.String()
 		}
 		if len(reason) > 300 {
@@ -106,18 +108,18 @@ func (p *poster) postRetry(ctx context.Context, contentType string, body []byte,
 }
 
 // ackedCursors reads the cursors of an evtctl node's ingest reply: one for a structured
-// event, one per event for a batch. It returns nil for a reply without cursors (another
-// kind of CloudEvents receiver).
+// event (a wire.IngestReply), one per event for a batch (a wire.BatchReply). It returns nil
+// for a reply without cursors (another kind of CloudEvents receiver).
 func ackedCursors(reply []byte) []string {
 	if !gjson.ValidBytes(reply) {
 		return nil
 	}
-	if c := gjson.GetBytes(reply, "cursor"); c.Type == gjson.String {
+	if c := gjson.GetBytes(reply, wire.KeyCursor); c.Type == gjson.String {
 		return []string{c.Str}
 	}
 	var out []string
-	gjson.GetBytes(reply, "results").ForEach(func(_, v gjson.Result) bool {
-		out = append(out, v.Get("cursor").String())
+	gjson.GetBytes(reply, wire.KeyResults).ForEach(func(_, v gjson.Result) bool {
+		out = append(out, v.Get(wire.KeyCursor).String())
 		return true
 	})
 	return out

@@ -18,6 +18,7 @@ import (
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // DefaultTimeout bounds one attempt, reading the reply included, unless Config says
@@ -357,7 +358,7 @@ func (c *Client) Attempt(ctx context.Context, r Request) Attempt {
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBytes))
 	a.Latency = time.Since(start)
 	se := &StatusError{Status: resp.StatusCode, Reason: Reason(text), Index: replyIndex(text), Header: resp.Header}
-	if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+	if d, ok := retry.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), time.Now()); ok {
 		se.RetryAfter = d
 		a.RetryAfter, a.HasRetryAfter = d, true
 	}

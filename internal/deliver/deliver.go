@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/cevent"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Mode is the HTTP content mode of the CloudEvents HTTP binding.
@@ -52,8 +53,8 @@ func ParseMode(s string) (Mode, error) {
 
 // Media types sent in structured and batch mode.
 const (
-	ContentTypeStructured = "application/cloudevents+json; charset=UTF-8"
-	ContentTypeBatch      = "application/cloudevents-batch+json"
+	ContentTypeStructured = cevent.MediaTypeStructured + "; charset=UTF-8"
+	ContentTypeBatch      = cevent.MediaTypeBatch
 )
 
 // Options configures a Sender.
@@ -186,16 +187,11 @@ func (s *Sender) SendBatch(ctx context.Context, body []byte, n int) ([]Result, e
 	return batchResults(a.Status, a.Reply, n), nil
 }
 
-// OrderHeader asks an evtctl node to store a batch in its place in a sequence of batches
-// ("TOKEN N", N from 1); the node answers "ok" when it did, "refused" (409) when it stored
-// nothing because of its place. See internal/server/order.go.
-const OrderHeader = "Evtctl-Order"
-
 // SendOrderedBatch is SendBatch as batch seq of the sequence token. ordered reports that
 // the receiver stored it in its place (an evtctl node that keeps sequences): only then may
 // the next batch of the sequence be sent before this one's reply.
 func (s *Sender) SendOrderedBatch(ctx context.Context, body []byte, n int, token string, seq uint64) (res []Result, ordered bool, err error) {
-	h := http.Header{"Content-Type": {ContentTypeBatch}, OrderHeader: {token + " " + strconv.FormatUint(seq, 10)}}
+	h := http.Header{"Content-Type": {ContentTypeBatch}, wire.HeaderOrder: {token + " " + strconv.FormatUint(seq, 10)}}
 	if !s.opts.Node {
 		body = cevent.ForSDKBatch(body)
 	}
@@ -203,26 +199,20 @@ func (s *Sender) SendOrderedBatch(ctx context.Context, body []byte, n int, token
 	if err != nil {
 		return nil, false, fmt.Errorf("POST %s (batch of %d): %w", s.c.Where(), n, err)
 	}
-	return batchResults(a.Status, a.Reply, n), a.Header.Get(OrderHeader) == "ok", nil
+	return batchResults(a.Status, a.Reply, n), a.Header.Get(wire.HeaderOrder) == wire.OrderStored, nil
 }
 
 // OrderRefused reports whether err is an evtctl node refusing a batch for its place in a
 // sequence (storing nothing of it).
 func OrderRefused(err error) bool {
 	var se *StatusError
-	return errors.As(err, &se) && se.Status == http.StatusConflict && se.Header.Get(OrderHeader) == "refused"
+	return errors.As(err, &se) && se.Status == http.StatusConflict && se.Header.Get(wire.HeaderOrder) == wire.OrderRefused
 }
 
-// nodeReply is an evtctl node's answer to POST /events.
+// nodeReply is an evtctl node's answer to POST /events: one event's, or a batch's.
 type nodeReply struct {
-	Cursor    string       `json:"cursor"`
-	Duplicate bool         `json:"duplicate"`
-	Results   []nodeResult `json:"results"`
-}
-
-type nodeResult struct {
-	Cursor    string `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
+	wire.IngestReply
+	wire.BatchReply
 }
 
 func parseReply(reply []byte) (nodeReply, bool) {
@@ -258,6 +248,14 @@ func batchResults(status int, reply []byte, n int) []Result {
 	return out
 }
 
+// A wire.BatchReply as an evtctl node writes it, which readBatchReply reads.
+const (
+	replyCount     = `{"` + wire.KeyCount + `":`
+	replyResults   = `,"` + wire.KeyResults + `":[`
+	replyCursor    = `{"` + wire.KeyCursor + `":"`
+	replyDuplicate = `","` + wire.KeyDuplicate + `":`
+)
+
 // readBatchReply reads an evtctl node's reply to a batch as the node writes it,
 // {"count":N,"results":[{"cursor":"…","duplicate":false},…]}, into out, which must have a
 // place for each result: the cursors share one string. It reports false, having changed
@@ -265,7 +263,7 @@ func batchResults(status int, reply []byte, n int) []Result {
 // of results.
 func readBatchReply(reply []byte, out []Result) bool {
 	b := bytes.TrimRight(reply, " \t\r\n")
-	i, ok := skipPrefix(b, 0, `{"count":`)
+	i, ok := skipPrefix(b, 0, replyCount)
 	if !ok {
 		return false
 	}
@@ -276,7 +274,7 @@ func readBatchReply(reply []byte, out []Result) bool {
 	if i == d {
 		return false
 	}
-	if i, ok = skipPrefix(b, i, `,"results":[`); !ok {
+	if i, ok = skipPrefix(b, i, replyResults); !ok {
 		return false
 	}
 	type span struct {
@@ -291,7 +289,7 @@ func readBatchReply(reply []byte, out []Result) bool {
 			}
 			i++
 		}
-		if i, ok = skipPrefix(b, i, `{"cursor":"`); !ok {
+		if i, ok = skipPrefix(b, i, replyCursor); !ok {
 			return false
 		}
 		c := i
@@ -299,7 +297,7 @@ func readBatchReply(reply []byte, out []Result) bool {
 			i++
 		}
 		sp := span{start: c, end: i}
-		if i, ok = skipPrefix(b, i, `","duplicate":`); !ok {
+		if i, ok = skipPrefix(b, i, replyDuplicate); !ok {
 			return false
 		}
 		switch {

@@ -1,6 +1,10 @@
 package parker
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/evtctl/evtctl/pkg/wire"
+)
 
 // The parker's own request parser. It reads only the requests a
 // long-polling client sends over and over, in the plainest form HTTP/1.1 allows:
@@ -58,11 +62,11 @@ func parseRequest(b []byte) (req Request, n int, st parseStatus) {
 	req.Target = b[start:i]
 	if req.Get {
 		path, query, _ := bytes.Cut(req.Target, []byte("?"))
-		if string(path) != "/events" {
+		if string(path) != wire.PathEvents {
 			return req, 0, parseNo
 		}
 		req.Query = query
-	} else if string(req.Target) != "/" {
+	} else if string(req.Target) != wire.PathRPC {
 		return req, 0, parseNo
 	}
 	const proto = " HTTP/1.1\r\n"

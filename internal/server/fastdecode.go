@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // decodeCallFast decodes the request object a long-polling client sends over and over, such
@@ -41,18 +42,18 @@ func decodeCallFast(raw []byte) (json.RawMessage, eventsParams, bool) {
 		}
 		var k int
 		switch string(key) {
-		case "jsonrpc":
+		case wire.KeyJSONRPC:
 			k = 0
-			ok = d.word("2.0")
-		case "id":
+			ok = d.word(wire.Version)
+		case wire.KeyID:
 			k = 1
 			if id, ok = d.token(); ok {
 				id = bytes.Clone(id)
 			}
-		case "method":
+		case wire.KeyMethod:
 			k = 2
-			ok = d.word("events")
-		case "params":
+			ok = d.word(wire.Method)
+		case wire.KeyParams:
 			k = 3
 			ok = d.params(&p)
 		default:
@@ -197,23 +198,23 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 		}
 		var k int
 		switch string(key) {
-		case "maxItems":
+		case wire.ParamMaxItems:
 			k = 0
 			var n []byte
 			if n, ok = d.integer(); ok {
 				p.MaxItems = clampInt(digits(n))
 			}
-		case "after", "before":
+		case wire.ParamAfter, wire.ParamBefore:
 			k = 1
 			dst := &p.After
-			if string(key) == "before" {
+			if string(key) == wire.ParamBefore {
 				k, dst = 2, &p.Before
 			}
 			var s []byte
 			if s, ok = d.str(); ok {
 				*dst = lastCursor.intern(s)
 			}
-		case "waitTime":
+		case wire.ParamWaitTime:
 			k = 3
 			var n []byte
 			if n, ok = d.integer(); ok {
@@ -226,7 +227,7 @@ func (d *fastDecoder) params(p *eventsParams) bool {
 					ok = err == nil
 				}
 			}
-		case "order":
+		case wire.ParamOrder:
 			k = 4
 			var s []byte
 			if s, ok = d.str(); ok {

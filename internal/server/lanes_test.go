@@ -13,6 +13,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // gatedStore is a budgetStore whose filtered reads that may examine more than quick records
@@ -56,8 +57,8 @@ func TestCostlyReadsLeaveCheapOnesServed(t *testing.T) {
 	costly := []string{
 		"/events?maxItems=10&before=7fffffffffffffff-0000000000000000&query=" + q,
 		"/events?maxItems=10&order=asc&query=" + q,
-		StreamPath + "?query=" + q,
-		StreamPath + "?query=" + q,
+		wire.PathStream + "?query=" + q,
+		wire.PathStream + "?query=" + q,
 	}
 	bodies := make([]string, len(costly))
 	for i, path := range costly {

@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Ordered batches. A client sending a file in batches keeps its order with one request in
 // flight, which leaves the node idle while each reply travels and the next request arrives,
-// and the client idle while the node writes and syncs. With OrderHeader a client may have
+// and the client idle while the node writes and syncs. With wire.HeaderOrder a client may have
 // several batches of one sequence in flight: the node decodes them side by side but appends
 // each only once the one before it has its place in the log, so they are stored in the
 // order of the sequence; with the embedded log, the next batch is queued while the one
 // before it is still being written and synced.
 //
-// The request header is "Evtctl-Order: TOKEN N": TOKEN names the sequence (letters, digits,
+// The request header is wire.HeaderOrder, "Evtctl-Order: TOKEN N": TOKEN names the sequence (letters, digits,
 // '-' and '_', at most 64), N numbers its batches from 1. The node answers a batch it
 // stored in order with "Evtctl-Order: ok"; a client sends a second batch before the first
 // one's reply only after seeing that (another receiver ignores the header, and would store
@@ -40,11 +41,10 @@ import (
 // A batch numbered below the next expected one is a retry of a batch already placed, and
 // is appended at once (the dedupe window answers its events as duplicates).
 const (
-	OrderHeader = "Evtctl-Order"
-	orderWait   = 10 * time.Second
-	orderIdle   = 2 * time.Minute
-	maxOrders   = 4096 // sequences remembered at once
-	maxAhead    = 8    // batches of one sequence waiting for their turn at once
+	orderWait = 10 * time.Second
+	orderIdle = 2 * time.Minute
+	maxOrders = 4096 // sequences remembered at once
+	maxAhead  = 8    // batches of one sequence waiting for their turn at once
 )
 
 // orderGate keeps the sequences of ordered batches.
@@ -69,17 +69,17 @@ type errOrder struct{ msg string }
 
 func (e *errOrder) Error() string { return e.msg }
 
-// parseOrderHeader reads the OrderHeader of r: ok false when there is none, an error when it is
+// parseOrderHeader reads the wire.HeaderOrder of r: ok false when there is none, an error when it is
 // malformed.
 func parseOrderHeader(r *http.Request) (token string, n uint64, ok bool, err error) {
-	v := r.Header.Get(OrderHeader)
+	v := r.Header.Get(wire.HeaderOrder)
 	if v == "" {
 		return "", 0, false, nil
 	}
 	token, num, found := strings.Cut(v, " ")
 	n, perr := strconv.ParseUint(num, 10, 64)
 	if !found || perr != nil || n == 0 || !validToken(token) {
-		return "", 0, false, fmt.Errorf("the %s header must be a token (letters, digits, - and _, at most 64) and a batch number from 1, as %q; got %q", OrderHeader, "a1b2 1", v)
+		return "", 0, false, fmt.Errorf("the %s header must be a token (letters, digits, - and _, at most 64) and a batch number from 1, as %q; got %q", wire.HeaderOrder, "a1b2 1", v)
 	}
 	return token, n, true, nil
 }

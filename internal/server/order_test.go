@@ -14,6 +14,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/testwait"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 type orderNode struct {
@@ -78,7 +79,7 @@ func (n *orderNode) post(order string, body []byte) orderReply {
 	}
 	req.Header.Set("Content-Type", "application/cloudevents-batch+json")
 	if order != "" {
-		req.Header.Set(OrderHeader, order)
+		req.Header.Set(wire.HeaderOrder, order)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -86,7 +87,7 @@ func (n *orderNode) post(order string, body []byte) orderReply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return orderReply{resp.StatusCode, resp.Header.Get(OrderHeader), string(b)}
+	return orderReply{resp.StatusCode, resp.Header.Get(wire.HeaderOrder), string(b)}
 }
 
 // ids is the ids of the events in the log, oldest first.
@@ -232,7 +233,7 @@ func TestOrderHeaderRefusals(t *testing.T) {
 		t.Fatalf("batch 2 of an unknown sequence: %d %q %s", r.status, r.order, r.body)
 	}
 	for _, h := range []string{"x", "x 0", "x -1", "x 1 2", "bad/token 1", strings.Repeat("t", 65) + " 1", " 1"} {
-		if r := n.post(h, batchBody("a", 1, 0)); r.status != http.StatusBadRequest || !strings.Contains(r.body, OrderHeader) {
+		if r := n.post(h, batchBody("a", 1, 0)); r.status != http.StatusBadRequest || !strings.Contains(r.body, wire.HeaderOrder) {
 			t.Errorf("header %q: %d %s", h, r.status, r.body)
 		}
 	}
@@ -247,18 +248,18 @@ func FuzzParseOrderHeader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		r, _ := http.NewRequest(http.MethodPost, "/", nil)
-		r.Header.Set(OrderHeader, v)
+		r.Header.Set(wire.HeaderOrder, v)
 		token, n, ok, err := parseOrderHeader(r)
 		if err != nil {
 			return
 		}
-		if r.Header.Get(OrderHeader) == "" {
+		if r.Header.Get(wire.HeaderOrder) == "" {
 			if ok {
 				t.Fatal("ok without a header")
 			}
 			return
 		}
-		if !ok || n == 0 || !validToken(token) || r.Header.Get(OrderHeader) != fmt.Sprintf("%s %d", token, n) && !strings.HasPrefix(r.Header.Get(OrderHeader), token+" ") {
+		if !ok || n == 0 || !validToken(token) || r.Header.Get(wire.HeaderOrder) != fmt.Sprintf("%s %d", token, n) && !strings.HasPrefix(r.Header.Get(wire.HeaderOrder), token+" ") {
 			t.Fatalf("%q: token %q n %d ok %v", v, token, n, ok)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Two budgets bound what one request costs the node:
@@ -27,6 +28,24 @@ const replyTrailer = 256
 
 // minItemBytes is less than any item takes encoded.
 const minItemBytes = 64
+
+// The result object of a call as the page writer encodes it, by hand, in the names of
+// package wire:
+//
+//	{"items":[{"cursor":"C","event":"TYPE","data":JSON},…],"more":B,"oldest":"C","newest":"C"[,"resume":"C"][,"order":"asc"]}
+//
+// An item is encoded the same way in a stream's lines.
+const (
+	replyItems  = `{"` + wire.KeyItems + `":[`
+	itemCursor  = `{"` + wire.KeyCursor + `":"`
+	itemEvent   = `","` + wire.KeyEvent + `":`
+	itemData    = `,"` + wire.KeyData + `":`
+	replyMore   = `],"` + wire.KeyMore + `":`
+	replyOldest = `,"` + wire.KeyOldest + `":"`
+	replyNewest = `","` + wire.KeyNewest + `":"`
+	replyResume = `,"` + wire.KeyResume + `":"`
+	replyAsc    = `,"` + wire.KeyOrder + `":"` + wire.OrderAsc + `"`
+)
 
 // pageEnd is what a result says after its items.
 type pageEnd struct {
@@ -47,7 +66,7 @@ type pageWriter struct {
 }
 
 func newPageWriter(buf []byte, limit int, force bool) pageWriter {
-	return pageWriter{b: append(buf, `{"items":[`...), limit: limit, force: force}
+	return pageWriter{b: append(buf, replyItems...), limit: limit, force: force}
 }
 
 // grow makes room for n more bytes, so that writing them does not copy what is written.
@@ -73,11 +92,11 @@ func (pw *pageWriter) add(items []eventlog.Item) int {
 		if pw.n > 0 {
 			pw.b = append(pw.b, ',')
 		}
-		pw.b = append(pw.b, `{"cursor":"`...)
+		pw.b = append(pw.b, itemCursor...)
 		pw.b = it.Cursor.Append(pw.b)
-		pw.b = append(pw.b, `","event":`...)
+		pw.b = append(pw.b, itemEvent...)
 		pw.b = appendJSONString(pw.b, it.Type)
-		pw.b = append(pw.b, `,"data":`...)
+		pw.b = append(pw.b, itemData...)
 		pw.b = append(pw.b, it.JSON...)
 		pw.b = append(pw.b, '}')
 		if len(pw.b)+replyTrailer > pw.limit && !(pw.force && pw.n == 0) {
@@ -92,20 +111,20 @@ func (pw *pageWriter) add(items []eventlog.Item) int {
 
 // finish writes the end of the result object and returns it.
 func (pw *pageWriter) finish(e pageEnd) []byte {
-	b := append(pw.b, `],"more":`...)
+	b := append(pw.b, replyMore...)
 	b = strconv.AppendBool(b, e.more)
-	b = append(b, `,"oldest":"`...)
+	b = append(b, replyOldest...)
 	b = e.oldest.Append(b)
-	b = append(b, `","newest":"`...)
+	b = append(b, replyNewest...)
 	b = e.newest.Append(b)
 	b = append(b, '"')
 	if !e.resume.IsZero() {
-		b = append(b, `,"resume":"`...)
+		b = append(b, replyResume...)
 		b = e.resume.Append(b)
 		b = append(b, '"')
 	}
 	if e.ascending {
-		b = append(b, `,"order":"asc"`...)
+		b = append(b, replyAsc...)
 	}
 	pw.b = append(b, '}')
 	return pw.b

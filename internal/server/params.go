@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evtctl/evtctl/internal/jsonspace"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // eventsParams is the decoded request of the `events` method, in the spelling of a
@@ -32,9 +33,6 @@ type paramError struct{ msg string }
 func (e *paramError) Error() string { return e.msg }
 
 func badParam(format string, args ...any) error { return &paramError{fmt.Sprintf(format, args...)} }
-
-// positional names the values of a params array, in order.
-var positional = []string{"filter", "maxItems", "after", "before", "waitTime"}
 
 // member is a name and its value in a params object.
 type member struct {
@@ -68,11 +66,11 @@ func decodeParams(raw json.RawMessage) (eventsParams, error) {
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return p, badParam("params: %v", err)
 		}
-		if len(a) > len(positional) {
+		if len(a) > len(wire.Positional) {
 			return p, badParam("params: at most 5 positional values [filter, maxItems, after, before, waitTime], got %d", len(a))
 		}
 		for i, v := range a {
-			ms = append(ms, member{positional[i], v})
+			ms = append(ms, member{wire.Positional[i], v})
 		}
 	default:
 		return p, badParam("params must be an object such as {\"maxItems\":10} or an array [filter, maxItems, after, before, waitTime]")
@@ -166,12 +164,12 @@ func pick(ms []member, names ...string) []member {
 func isNull(v json.RawMessage) bool { return bytes.Equal(v, []byte("null")) }
 
 func (p *eventsParams) setAll(ms []member) error {
-	for _, m := range pick(ms, "filter") {
+	for _, m := range pick(ms, wire.ParamFilter) {
 		if err := p.setFilter(m.val); err != nil {
 			return badParam("%s: %v", m.name, err)
 		}
 	}
-	for _, m := range pick(ms, "maxItems", "max_results", "max_items") {
+	for _, m := range pick(ms, wire.ParamMaxItems, wire.AltMaxResults, wire.AltMaxItems) {
 		if isNull(m.val) {
 			continue
 		}
@@ -184,7 +182,7 @@ func (p *eventsParams) setAll(ms []member) error {
 	for _, c := range []struct {
 		dst  *string
 		name string
-	}{{&p.After, "after"}, {&p.Before, "before"}} {
+	}{{&p.After, wire.ParamAfter}, {&p.Before, wire.ParamBefore}} {
 		for _, m := range pick(ms, c.name) {
 			if isNull(m.val) {
 				continue
@@ -194,7 +192,7 @@ func (p *eventsParams) setAll(ms []member) error {
 			}
 		}
 	}
-	for _, m := range pick(ms, "waitTime", "wait_time") {
+	for _, m := range pick(ms, wire.ParamWaitTime, wire.AltWaitTime) {
 		if isNull(m.val) {
 			continue
 		}
@@ -204,7 +202,7 @@ func (p *eventsParams) setAll(ms []member) error {
 		}
 		p.Wait = d
 	}
-	for _, m := range pick(ms, "order") {
+	for _, m := range pick(ms, wire.ParamOrder) {
 		if isNull(m.val) {
 			continue
 		}
@@ -234,9 +232,7 @@ func (p *eventsParams) setFilter(v json.RawMessage) error {
 		p.Query = s
 		return nil
 	}
-	f := struct {
-		Query string `json:"query"`
-	}{p.Query}
+	f := wire.Filter{Query: p.Query}
 	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &f) != nil {
 		return fmt.Errorf("want an object {\"query\": \"...\"}, got %s", abbreviate(v))
 	}
@@ -296,9 +292,9 @@ func parseWait(s string) (time.Duration, error) {
 
 func parseOrder(s string) (bool, error) {
 	switch strings.ToLower(s) {
-	case "asc", "ascending":
+	case wire.OrderAsc, "ascending":
 		return true, nil
-	case "", "desc", "descending":
+	case "", wire.OrderDesc, "descending":
 		return false, nil
 	}
 	return false, fmt.Errorf("want \"asc\" or \"desc\", got %q", s)
@@ -324,30 +320,30 @@ func paramsFromQuery(q url.Values) (eventsParams, error) {
 		}
 		return "", names[0], false
 	}
-	if s, _, ok := get("query", "filter"); ok {
+	if s, _, ok := get(wire.ParamQuery, wire.ParamFilter); ok {
 		p.Query = s
 	}
-	if s, name, ok := get("maxItems", "max_results", "max_items"); ok && s != "" {
+	if s, name, ok := get(wire.ParamMaxItems, wire.AltMaxResults, wire.AltMaxItems); ok && s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return p, badParam("%s: want a whole number, got %q", name, s)
 		}
 		p.MaxItems = n
 	}
-	if s, _, ok := get("after"); ok {
+	if s, _, ok := get(wire.ParamAfter); ok {
 		p.After = s
 	}
-	if s, _, ok := get("before"); ok {
+	if s, _, ok := get(wire.ParamBefore); ok {
 		p.Before = s
 	}
-	if s, name, ok := get("waitTime", "wait_time"); ok && s != "" {
+	if s, name, ok := get(wire.ParamWaitTime, wire.AltWaitTime); ok && s != "" {
 		d, err := parseWait(s)
 		if err != nil {
 			return p, badParam("%s: %v", name, err)
 		}
 		p.Wait = d
 	}
-	if s, name, ok := get("order"); ok {
+	if s, name, ok := get(wire.ParamOrder); ok {
 		asc, err := parseOrder(s)
 		if err != nil {
 			return p, badParam("%s: %v", name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/evtctl/evtctl/internal/parker"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Long-polls parked out of net/http (package parker): the events method's side of them.
@@ -222,7 +223,6 @@ func (pk *parking) appendReply(b []byte, c *call, res result, rerr *rpcError, cl
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	const rpcHead, rpcResult, rpcError = `{"jsonrpc":"2.0","id":`, `,"result":`, `,"error":`
 	var n int
 	switch {
 	case c.get && rerr != nil:
@@ -230,15 +230,15 @@ func (pk *parking) appendReply(b []byte, c *call, res result, rerr *rpcError, cl
 	case c.get:
 		n = len(res.b) + 1
 	case rerr != nil:
-		n = len(rpcHead) + len(id) + len(rpcError) + len(ej) + 2
+		n = len(envelopeHead) + len(id) + len(envelopeError) + len(ej) + 2
 	default:
-		n = len(rpcHead) + len(id) + len(rpcResult) + len(res.b) + 2
+		n = len(envelopeHead) + len(id) + len(envelopeResult) + len(res.b) + 2
 	}
 	b = append(b, "HTTP/1.1 200 OK\r\nContent-Length: "...)
 	b = strconv.AppendInt(b, int64(n), 10)
-	b = append(b, "\r\nContent-Type: application/json\r\n"+StreamHeader+": "+StreamPath+"\r\n"...)
+	b = append(b, "\r\nContent-Type: "+wire.MediaJSON+"\r\n"+wire.HeaderStream+": "+wire.PathStream+"\r\n"...)
 	if rerr != nil && rerr.retryAfter > 0 {
-		b = append(b, "Retry-After: "...)
+		b = append(b, wire.HeaderRetryAfter+": "...)
 		b = strconv.AppendInt(b, int64(rerr.retryAfter), 10)
 		b = append(b, "\r\n"...)
 	}
@@ -254,9 +254,9 @@ func (pk *parking) appendReply(b []byte, c *call, res result, rerr *rpcError, cl
 	case c.get:
 		b = append(b, res.b...)
 	case rerr != nil:
-		b = append(append(append(append(append(b, rpcHead...), id...), rpcError...), ej...), '}')
+		b = append(append(append(append(append(b, envelopeHead...), id...), envelopeError...), ej...), '}')
 	default:
-		b = append(append(append(append(append(b, rpcHead...), id...), rpcResult...), res.b...), '}')
+		b = append(append(append(append(append(b, envelopeHead...), id...), envelopeResult...), res.b...), '}')
 	}
 	return append(b, '\n')
 }

@@ -36,24 +36,24 @@ func skipUnlessParking(t *testing.T) {
 	}
 }
 
-// wire is a raw HTTP/1.1 connection to a node.
-type wire struct {
+// rawConn is a raw HTTP/1.1 connection to a node.
+type rawConn struct {
 	t  *testing.T
 	c  net.Conn
 	br *bufio.Reader
 }
 
-func dialWire(t *testing.T, n *node) *wire {
+func dialWire(t *testing.T, n *node) *rawConn {
 	t.Helper()
 	c, err := net.Dial("tcp", n.ts.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &wire{t: t, c: c, br: bufio.NewReader(c)}
+	return &rawConn{t: t, c: c, br: bufio.NewReader(c)}
 }
 
-func (w *wire) send(raw string) {
+func (w *rawConn) send(raw string) {
 	w.t.Helper()
 	if _, err := io.WriteString(w.c, raw); err != nil {
 		w.t.Fatal(err)
@@ -61,7 +61,7 @@ func (w *wire) send(raw string) {
 }
 
 // reply reads one response, failing after 15s.
-func (w *wire) reply() (*http.Response, []byte) {
+func (w *rawConn) reply() (*http.Response, []byte) {
 	w.t.Helper()
 	_ = w.c.SetReadDeadline(time.Now().Add(15 * time.Second))
 	resp, err := http.ReadResponse(w.br, nil)
@@ -77,7 +77,7 @@ func (w *wire) reply() (*http.Response, []byte) {
 }
 
 // closed reports whether the node closed the connection (after any replies read).
-func (w *wire) closed() bool {
+func (w *rawConn) closed() bool {
 	_ = w.c.SetReadDeadline(time.Now().Add(15 * time.Second))
 	_, err := w.br.ReadByte()
 	return errors.Is(err, io.EOF)
@@ -172,7 +172,7 @@ func TestShutdownAnswersParkedLongPolls(t *testing.T) {
 	waitForParked(t, n, 4)
 
 	n.srv.Shutdown(context.Background())
-	for name, w := range map[string]*wire{"rpc": rpc, "get": get, "via net/http": via} {
+	for name, w := range map[string]*rawConn{"rpc": rpc, "get": get, "via net/http": via} {
 		resp, b := w.reply()
 		var r result
 		if name == "get" {
@@ -398,7 +398,7 @@ func TestParkedLongPollsHoldNoGoroutine(t *testing.T) {
 	head := n.ingest(ceJSON("/g", "0", "g.t", 0)).Cursor
 	const waiters = 200
 	g0 := runtime.NumGoroutine()
-	var ws []*wire
+	var ws []*rawConn
 	for i := range waiters {
 		w := dialWire(t, n)
 		w.send(rpcPoll(i, `{"after":"`+head+`","waitTime":30000000000}`))
@@ -830,7 +830,7 @@ func TestPollerFailureHandsConnectionsToNetHTTP(t *testing.T) {
 
 	// The same connections and a new one, each long-polling in net/http now.
 	fresh := dialWire(t, n)
-	for i, w := range []*wire{waiter, idle, fresh} {
+	for i, w := range []*rawConn{waiter, idle, fresh} {
 		w.send(rpcPoll(10+i, `{"after":"`+head+`","waitTime":30000000000}`))
 	}
 	waitForWaiters(t, n, 3)
@@ -838,7 +838,7 @@ func TestPollerFailureHandsConnectionsToNetHTTP(t *testing.T) {
 		t.Fatalf("%d connections parked after the poller failed", n.srv.Parked())
 	}
 	added := n.ingest(ceJSON("/p", "1", "p.t", 1)).Cursor
-	for i, w := range []*wire{waiter, idle, fresh} {
+	for i, w := range []*rawConn{waiter, idle, fresh} {
 		if _, b := w.reply(); !bytes.Contains(b, []byte(`"id":`+strconv.Itoa(10+i))) || rpcResult(t, b).Items[0].Cursor != added {
 			t.Fatalf("long-poll %d in net/http: %s", i, b)
 		}

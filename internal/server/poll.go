@@ -10,6 +10,7 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // A node may hold tens of thousands of long-polls. Three things keep them cheap:
@@ -71,15 +72,15 @@ func (s *Server) initPoll(pl *poll, ctx context.Context, p *eventsParams, b call
 	pl.q.Ascending = p.Ascending
 	var err error
 	if pl.q.After, err = cursor.Parse(p.After); err != nil {
-		return nil, newRPCError(codeInternal, err.Error())
+		return nil, newRPCError(wire.CodeInternalError, err.Error())
 	}
 	if pl.q.Before, err = cursor.Parse(p.Before); err != nil {
-		return nil, newRPCError(codeInternal, err.Error())
+		return nil, newRPCError(wire.CodeInternalError, err.Error())
 	}
 	if p.Query != "" {
 		fq, err := filter.Compile(p.Query)
 		if err != nil {
-			return nil, newRPCError(codeInternal, "invalid filter query: "+err.Error())
+			return nil, newRPCError(wire.CodeInternalError, "invalid filter query: "+err.Error())
 		}
 		if !fq.MatchesAll() {
 			pl.q.Match = fq.MatchJSON
@@ -183,7 +184,7 @@ func (s *Server) wait(ctx context.Context, pl *poll, asked bool) (result, *rpcEr
 		case woke:
 			woken = true
 		case cancelled:
-			return result{}, newRPCError(codeInternal, "request cancelled")
+			return result{}, newRPCError(wire.CodeInternalError, "request cancelled")
 		default: // the wait ran out, or the node is shutting down: answer with what there is
 			return s.emptyPage(pl), nil
 		}
@@ -200,7 +201,7 @@ func (s *Server) emptyPage(pl *poll) result {
 func (s *Server) countWaiter(pl *poll) *rpcError {
 	if n := s.waiters.Add(1); n > int64(s.cfg.MaxWaiters) {
 		s.waiters.Add(-1)
-		return newRPCError(codeBusy, fmt.Sprintf("more than %d readers are waiting; retry shortly", s.cfg.MaxWaiters))
+		return newRPCError(wire.CodeBusy, fmt.Sprintf("more than %d readers are waiting; retry shortly", s.cfg.MaxWaiters))
 	}
 	pl.waiting = true
 	return nil
@@ -264,7 +265,7 @@ func (s *Server) pollOnce(ctx context.Context, pl *poll, woken bool) (result, *r
 		select {
 		case <-sp.ready:
 		case <-ctx.Done():
-			return result{}, newRPCError(codeInternal, "request cancelled"), true
+			return result{}, newRPCError(wire.CodeInternalError, "request cancelled"), true
 		}
 		if sp.err != nil || (!woken && sp.answer) {
 			// The read failed for the call that made it (its request may have gone), or it
@@ -369,17 +370,17 @@ func (s *Server) readLog(ctx context.Context, q eventlog.Query) (eventlog.Page, 
 // readError turns a failed read into the call's error.
 func (s *Server) readError(ctx context.Context, err error) *rpcError {
 	if ctx.Err() != nil {
-		return newRPCError(codeInternal, "request cancelled")
+		return newRPCError(wire.CodeInternalError, "request cancelled")
 	}
 	if errors.Is(err, eventlog.ErrUnavailable) {
 		// A distributed store between leaders, or reconnecting: worth a retry.
 		s.readsDown.fail(s.log, err)
-		e := newRPCError(codeBusy, publicText(err.Error())+"; retry shortly")
+		e := newRPCError(wire.CodeBusy, publicText(err.Error())+"; retry shortly")
 		e.retryAfter = 1
 		return e
 	}
 	s.readsFailed.fail(s.log, err)
-	return newRPCError(codeInternal, "reading the event log failed: "+publicText(err.Error()))
+	return newRPCError(wire.CodeInternalError, "reading the event log failed: "+publicText(err.Error()))
 }
 
 // readShared reads the page of a shared read. Its memory is never pooled again: any number of

@@ -30,6 +30,7 @@ import (
 	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/parker"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Config configures a Server. Zero values take the defaults noted.
@@ -49,7 +50,7 @@ type Config struct {
 	// read's work (quickWork), in a lane of their own beside MaxReads' so that costly scans
 	// never hold up a cheap read; default GOMAXPROCS/2, at least 1.
 	MaxScans int
-	// MaxStreams bounds the streams (StreamPath) served at once; one more is answered 503
+	// MaxStreams bounds the streams (wire.PathStream) served at once; one more is answered 503
 	// with Retry-After. Each holds about its write buffer (streamFlush) of memory. Default 64.
 	MaxStreams int
 	// StreamGrace and MinStreamRate decide when a stream's reader is too slow: once its
@@ -205,14 +206,14 @@ func New(cfg Config) *Server {
 		s.readToken = &d
 	}
 	s.metrics = newMetrics(s)
-	s.route("POST /{$}", "rpc", advertiseStream(s.read(s.handleRPC)))
-	s.route("GET /events", "events_get", advertiseStream(s.read(s.handleGetEvents)))
-	s.route("GET "+StreamPath, "stream", s.read(s.handleStream))
-	s.route("POST /events", "ingest", s.write(s.handleIngest))
-	s.route("OPTIONS /events", "ingest_options", http.HandlerFunc(cevent.HandleWebhookOptions))
+	s.route("POST "+wire.PathRPC+"{$}", "rpc", advertiseStream(s.read(s.handleRPC)))
+	s.route("GET "+wire.PathEvents, "events_get", advertiseStream(s.read(s.handleGetEvents)))
+	s.route("GET "+wire.PathStream, "stream", s.read(s.handleStream))
+	s.route("POST "+wire.PathEvents, "ingest", s.write(s.handleIngest))
+	s.route("OPTIONS "+wire.PathEvents, "ingest_options", http.HandlerFunc(cevent.HandleWebhookOptions))
 	s.route("/signal/{entity}", "signal", s.write(s.handleSignal))
-	s.route("GET /healthz", "healthz", http.HandlerFunc(s.handleHealth))
-	s.route("GET /metrics", "metrics", s.read(s.metrics.handler()))
+	s.route("GET "+wire.PathHealth, "healthz", http.HandlerFunc(s.handleHealth))
+	s.route("GET "+wire.PathMetrics, "metrics", s.read(s.metrics.handler()))
 	s.route("GET /{$}", "index", http.HandlerFunc(s.handleIndex))
 	return s
 }
@@ -310,22 +311,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the reply failed"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
 
-type errorBody struct {
-	Error string `json:"error"`
-	Index *int   `json:"index,omitempty"`
-}
-
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Error: msg})
+	writeJSON(w, status, wire.ErrorBody{Error: msg})
 }
 
 func retryAfter(w http.ResponseWriter, seconds int) {
-	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	w.Header().Set(wire.HeaderRetryAfter, strconv.Itoa(seconds))
 }
 
 // handleHealth stays open for load balancers; with a read token set, details (counts,
@@ -438,41 +434,29 @@ func (s *Server) unwritable() error {
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "evtctl node %s\n\n"+
-		"POST /              JSON-RPC 2.0, method \"events\" (Tendermint ADR-075)\n"+
-		"GET  /events        the events method by query string\n"+
-		"POST /events        CloudEvents ingest: binary, structured or batch\n"+
+		"POST %-15sJSON-RPC 2.0, method %q (Tendermint ADR-075)\n"+
+		"GET  %-15sthe events method by query string\n"+
+		"POST %-15sCloudEvents ingest: binary, structured or batch\n"+
 		"/signal/<entity>    Evented API signals\n"+
-		"GET  /healthz       health\n"+
-		"GET  /metrics       Prometheus metrics\n", s.cfg.Version)
+		"GET  %-15shealth\n"+
+		"GET  %-15sPrometheus metrics\n", s.cfg.Version, wire.PathRPC, wire.Method, wire.PathEvents, wire.PathEvents, wire.PathHealth, wire.PathMetrics)
 }
 
 // --- events -------------------------------------------------------------------------------
 
-// rpcError is a JSON-RPC error object.
+// rpcError is a JSON-RPC error object, and when to retry.
 type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    string `json:"data,omitempty"`
+	wire.Error
 
 	retryAfter int // seconds, sent as Retry-After with a single call's reply; 0: none
 }
-
-// JSON-RPC error codes, as a Tendermint node uses them.
-const (
-	codeParse          = -32700
-	codeInvalidRequest = -32600
-	codeNoMethod       = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
-	codeBusy           = -32000 // evtctl: too many waiting readers, or the log is unavailable; retry
-)
 
 // maxErrorData bounds the data of an error object: a message may quote a request, and a
 // reply must not grow with what a client sends.
 const maxErrorData = 1 << 10
 
 func newRPCError(code int, data string) *rpcError {
-	return &rpcError{Code: code, Message: rpcMessage(code), Data: cutText(data, maxErrorData)}
+	return &rpcError{Error: wire.Error{Code: code, Message: wire.Message(code), Data: cutText(data, maxErrorData)}}
 }
 
 // cutText returns s, or when it is longer than n bytes its first bytes and "…", n bytes in
@@ -487,31 +471,6 @@ func cutText(s string, n int) string {
 		i--
 	}
 	return s[:i] + more
-}
-
-func rpcMessage(code int) string {
-	switch code {
-	case codeParse:
-		return "Parse error"
-	case codeInvalidRequest:
-		return "Invalid Request"
-	case codeNoMethod:
-		return "Method not found"
-	case codeInvalidParams:
-		return "Invalid params"
-	case codeInternal:
-		return "Internal error"
-	case codeBusy:
-		return "Server busy"
-	}
-	return ""
-}
-
-type rpcRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
 }
 
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
@@ -572,15 +531,15 @@ func envelopeSize(id json.RawMessage) int { return len(id) + 48 }
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json.RawMessage, err error) {
 	var out bytes.Buffer
 	if err != nil {
-		s.writeRPC(w, &out, nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error()))
+		s.writeRPC(w, &out, nil, nil, newRPCError(wire.CodeParseError, "the body is not valid JSON: "+err.Error()))
 		return
 	}
 	if len(reqs) == 0 {
-		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "an empty batch"))
+		s.writeRPC(w, &out, nil, nil, newRPCError(wire.CodeInvalidRequest, "an empty batch"))
 		return
 	}
 	if len(reqs) > 16 {
-		s.writeRPC(w, &out, nil, nil, newRPCError(codeInvalidRequest, "a batch may hold at most 16 calls"))
+		s.writeRPC(w, &out, nil, nil, newRPCError(wire.CodeInvalidRequest, "a batch may hold at most 16 calls"))
 		return
 	}
 	// The calls run one after another; they share one wait, so that a batch of
@@ -624,7 +583,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, reqs []json
 		}
 		out.Reset()
 		if replies == 0 {
-			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Type", wire.MediaJSON)
 			out.WriteByte('[')
 		} else {
 			out.WriteByte(',')
@@ -704,7 +663,7 @@ func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result
 	// Write the envelope around the result rather than copying a page of up to megabytes.
 	appendRPC(&out, id, nil, nil)
 	head := out.Bytes()[:out.Len()-1] // without the closing brace
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(res.b)+2))
 	_, _ = w.Write(head)
 	_, _ = w.Write(res.b)
@@ -713,7 +672,7 @@ func (s *Server) writeCall(w http.ResponseWriter, id json.RawMessage, res result
 
 func writeRaw(w http.ResponseWriter, b []byte) {
 	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	// A length lets the client read a large page in one allocation, not chunk by chunk.
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
@@ -724,19 +683,27 @@ func (s *Server) writeRPC(w http.ResponseWriter, out *bytes.Buffer, id json.RawM
 	writeRaw(w, out.Bytes())
 }
 
+// A JSON-RPC response object as encoded by hand: {"jsonrpc":"2.0","id":ID,"result":R} or
+// {"jsonrpc":"2.0","id":ID,"error":E}.
+const (
+	envelopeHead   = `{"` + wire.KeyJSONRPC + `":"` + wire.Version + `","` + wire.KeyID + `":`
+	envelopeResult = `,"` + wire.KeyResult + `":`
+	envelopeError  = `,"` + wire.KeyError + `":`
+)
+
 // appendRPC writes one JSON-RPC response object.
 func appendRPC(out *bytes.Buffer, id json.RawMessage, result []byte, e *rpcError) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	out.WriteString(`{"jsonrpc":"2.0","id":`)
+	out.WriteString(envelopeHead)
 	out.Write(id)
 	if e != nil {
 		b, _ := json.Marshal(e)
-		out.WriteString(`,"error":`)
+		out.WriteString(envelopeError)
 		out.Write(b)
 	} else {
-		out.WriteString(`,"result":`)
+		out.WriteString(envelopeResult)
 		out.Write(result)
 	}
 	out.WriteByte('}')
@@ -771,33 +738,33 @@ func decodeCallValue(raw []byte) (id json.RawMessage, p eventsParams, call bool,
 // "jsonrpc" may be left out. A call without an id, or with a null one, is a notification; an
 // id is otherwise a string or a whole number.
 func decodeCallSlow(raw []byte) (json.RawMessage, *eventsParams, *rpcError) {
-	var req rpcRequest
+	var req wire.Request[json.RawMessage]
 	if err := json.Unmarshal(raw, &req); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || !json.Valid(raw) {
-			return nil, nil, newRPCError(codeParse, "the body is not valid JSON: "+err.Error())
+			return nil, nil, newRPCError(wire.CodeParseError, "the body is not valid JSON: "+err.Error())
 		}
-		return nil, nil, newRPCError(codeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
+		return nil, nil, newRPCError(wire.CodeInvalidRequest, "want a JSON-RPC 2.0 request object: "+err.Error())
 	}
 	var id json.RawMessage
 	if !isNull(req.ID) && len(req.ID) > 0 {
 		if !validID(req.ID) {
-			return nil, nil, newRPCError(codeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
+			return nil, nil, newRPCError(wire.CodeInvalidRequest, "the id must be a string or a whole number, got "+abbreviate(req.ID))
 		}
 		id = echoID(req.ID)
 	}
-	if req.JSONRPC != "" && req.JSONRPC != "2.0" {
-		return id, nil, newRPCError(codeInvalidRequest, `"jsonrpc" must be "2.0"`)
+	if req.JSONRPC != "" && req.JSONRPC != wire.Version {
+		return id, nil, newRPCError(wire.CodeInvalidRequest, fmt.Sprintf("%q must be %q", wire.KeyJSONRPC, wire.Version))
 	}
 	if id == nil {
 		return nil, nil, nil // a notification
 	}
-	if req.Method != "events" {
-		return id, nil, newRPCError(codeNoMethod, fmt.Sprintf("method %q is not served here; this node serves \"events\"", req.Method))
+	if req.Method != wire.Method {
+		return id, nil, newRPCError(wire.CodeMethodNotFound, fmt.Sprintf("method %q is not served here; this node serves %q", req.Method, wire.Method))
 	}
 	p, err := decodeParams(req.Params)
 	if err != nil {
-		return id, nil, newRPCError(codeInvalidParams, err.Error())
+		return id, nil, newRPCError(wire.CodeInvalidParams, err.Error())
 	}
 	return id, &p, nil
 }
@@ -839,7 +806,7 @@ func (s *Server) handleGetEvents(w http.ResponseWriter, r *http.Request) {
 	var rerr *rpcError
 	switch {
 	case err != nil:
-		rerr = newRPCError(codeInvalidParams, err.Error())
+		rerr = newRPCError(wire.CodeInvalidParams, err.Error())
 	case r.Method != http.MethodGet || r.ContentLength != 0 || r.TransferEncoding != nil:
 		// Not parked: the reply to a HEAD has no body, and a body nothing reads stays on
 		// the connection.
@@ -864,19 +831,13 @@ func writeGet(w http.ResponseWriter, res result, rerr *rpcError) {
 		return
 	}
 	// The page may be shared with other replies: write it as it is, then the newline.
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.MediaJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(res.b)+1))
 	_, _ = w.Write(res.b)
 	_, _ = w.Write([]byte("\n"))
 }
 
 // --- ingest -------------------------------------------------------------------------------
-
-// ingestResult is one event's answer in an ingest reply.
-type ingestResult struct {
-	Cursor    string `json:"cursor"`
-	Duplicate bool   `json:"duplicate"`
-}
 
 func tooLarge(err error) bool {
 	var mb *http.MaxBytesError
@@ -1153,27 +1114,35 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, appendBatchReply(nil, results))
 		return
 	}
-	writeJSON(w, http.StatusOK, ingestResult{Cursor: results[0].Cursor.String(), Duplicate: results[0].Duplicate})
+	writeJSON(w, http.StatusOK, wire.IngestReply{Cursor: results[0].Cursor.String(), Duplicate: results[0].Duplicate})
 }
 
+// A wire.BatchReply as appendBatchReply encodes it.
+const (
+	batchCount     = `{"` + wire.KeyCount + `":`
+	batchResults   = `,"` + wire.KeyResults + `":[`
+	batchDuplicate = `","` + wire.KeyDuplicate + `":`
+)
+
 // appendBatchReply appends the reply to a batch, {"count":N,"results":[{"cursor":"…",
-// "duplicate":false},…]}: what encoding/json makes of it, without its cost per event.
+// "duplicate":false},…]}: what encoding/json makes of a wire.BatchReply, without its cost
+// per event.
 func appendBatchReply(b []byte, res []eventlog.AppendResult) []byte {
-	const perEvent = len(`{"cursor":"","duplicate":false},`) + 16 + 1 + 16
+	const perEvent = len(itemCursor+batchDuplicate+"false},") + 16 + 1 + 16
 	b = slices.Grow(b, 32+len(res)*perEvent)
-	b = append(b, `{"count":`...)
+	b = append(b, batchCount...)
 	b = strconv.AppendInt(b, int64(len(res)), 10)
-	b = append(b, `,"results":[`...)
+	b = append(b, batchResults...)
 	for i, r := range res {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"cursor":"`...)
+		b = append(b, itemCursor...)
 		b = r.Cursor.Append(b)
 		if r.Duplicate {
-			b = append(b, `","duplicate":true}`...)
+			b = append(b, batchDuplicate+"true}"...)
 		} else {
-			b = append(b, `","duplicate":false}`...)
+			b = append(b, batchDuplicate+"false}"...)
 		}
 	}
 	return append(b, "]}"...)
@@ -1182,7 +1151,7 @@ func appendBatchReply(b []byte, res []eventlog.AppendResult) []byte {
 func writeDecodeError(w http.ResponseWriter, err error) {
 	var ce *cevent.Error
 	if errors.As(err, &ce) {
-		body := errorBody{Error: ce.Msg}
+		body := wire.ErrorBody{Error: ce.Msg}
 		if ce.Index >= 0 {
 			i := ce.Index
 			body.Index = &i
@@ -1221,7 +1190,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 		case r.Context().Err() != nil:
 			// The client has gone; nothing to answer.
 		case isOrderRefusal(err):
-			w.Header().Set(OrderHeader, "refused")
+			w.Header().Set(wire.HeaderOrder, wire.OrderRefused)
 			writeError(w, http.StatusConflict, err.Error())
 		case errors.Is(err, eventlog.ErrClosed):
 			retryAfter(w, 2)
@@ -1246,7 +1215,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request, events []c
 	s.appendsFailed.ok(s.log)
 	s.metrics.ingested.Add(float64(len(res)))
 	if ord.token != "" {
-		w.Header().Set(OrderHeader, "ok")
+		w.Header().Set(wire.HeaderOrder, wire.OrderStored)
 	}
 	return res, true
 }
@@ -1276,7 +1245,7 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"cursor": res[0].Cursor.String(), "duplicate": res[0].Duplicate, "id": e.ID, "type": e.Type})
+	writeJSON(w, http.StatusOK, wire.IngestReply{Cursor: res[0].Cursor.String(), Duplicate: res[0].Duplicate, ID: e.ID, Type: e.Type})
 }
 
 // HTTPServer wraps s in an http.Server with limits against slow or greedy clients: headers

@@ -13,16 +13,18 @@ import (
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
-// The stream: evtctl's extension for catching up. One GET of StreamPath returns every item
-// after a cursor (and before another, when given) that matches a query, oldest first, as
-// JSON lines in one long chunked response, without the paging of the events method:
+// The stream (package wire): evtctl's extension for catching up. One GET of wire.PathStream
+// returns every item after a cursor (and before another, when given) that matches a query,
+// oldest first, as JSON lines in one long chunked response, without the paging of the events
+// method:
 //
 //	GET /events/stream?after=CURSOR&before=CURSOR&query=Q
 //
 // The reply's headers say where the log stands when the stream begins, as a page's oldest
-// and newest do (StreamOldestHeader, StreamNewestHeader), so that a client sees at once
+// and newest do (wire.HeaderOldest, wire.HeaderNewest), so that a client sees at once
 // whether events after its cursor were lost. Each line of the body is then an item,
 // byte for byte as the events method writes it in a page ({"cursor":…,"event":…,"data":…}),
 // except that stored JSON holding a line break is compacted so that an item is one line;
@@ -36,15 +38,8 @@ import (
 // damage, the node shutting down — and a client asks again after resume (or after its last
 // item, if later). A stream that ends without that line was cut off: the client resumes
 // after the last item it received. Errors before the first line are answered as GET /events
-// answers them. A node advertises the stream in the StreamHeader of its replies to the
+// answers them. A node advertises the stream in the wire.HeaderStream of its replies to the
 // events method; a Tendermint node has none, and a client pages there.
-const (
-	StreamPath         = "/events/stream"
-	StreamHeader       = "Evtctl-Stream"
-	StreamOldestHeader = "Evtctl-Oldest"
-	StreamNewestHeader = "Evtctl-Newest"
-)
-
 const (
 	streamStep  = 1000      // items read from the log at a time, at most
 	streamFlush = 256 << 10 // bytes buffered before a write
@@ -53,12 +48,12 @@ const (
 // advertiseStream marks the replies of h as coming from a node that serves the stream.
 func advertiseStream(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(StreamHeader, StreamPath)
+		w.Header().Set(wire.HeaderStream, wire.PathStream)
 		h.ServeHTTP(w, r)
 	})
 }
 
-// handleStream serves StreamPath.
+// handleStream serves wire.PathStream.
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -70,20 +65,20 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	work := 0
 	bad := func(msg string) {
 		// As the events method refuses them, with HTTP's word for a bad request.
-		b, _ := json.Marshal(newRPCError(codeInternal, msg))
-		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(newRPCError(wire.CodeInternalError, msg))
+		w.Header().Set("Content-Type", wire.MediaJSON)
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(append(b, '\n'))
 	}
-	if q.After, err = cursor.Parse(values.Get("after")); err != nil {
+	if q.After, err = cursor.Parse(values.Get(wire.ParamAfter)); err != nil {
 		bad(err.Error())
 		return
 	}
-	if q.Before, err = cursor.Parse(values.Get("before")); err != nil {
+	if q.Before, err = cursor.Parse(values.Get(wire.ParamBefore)); err != nil {
 		bad(err.Error())
 		return
 	}
-	if text := values.Get("query"); text != "" {
+	if text := values.Get(wire.ParamQuery); text != "" {
 		fq, err := filter.Compile(text)
 		if err != nil {
 			bad("invalid filter query: " + err.Error())
@@ -97,9 +92,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
 		s.streams.Add(-1)
 		// A client asks again after the delay, or reads the range page by page.
-		b, _ := json.Marshal(newRPCError(codeBusy, fmt.Sprintf("the node serves %d streams at once, as many as it may; retry after the delay given, or page with the events method", s.cfg.MaxStreams)))
+		b, _ := json.Marshal(newRPCError(wire.CodeBusy, fmt.Sprintf("the node serves %d streams at once, as many as it may; retry after the delay given, or page with the events method", s.cfg.MaxStreams)))
 		retryAfter(w, 1)
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", wire.MediaJSON)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write(append(b, '\n'))
 		return
@@ -167,9 +162,9 @@ func (st *streamer) run(r *http.Request) {
 		if !st.began {
 			st.began = true
 			h := st.w.Header()
-			h.Set("Content-Type", "application/x-ndjson")
-			h.Set(StreamOldestHeader, page.Oldest.String())
-			h.Set(StreamNewestHeader, page.Newest.String())
+			h.Set("Content-Type", wire.MediaNDJSON)
+			h.Set(wire.HeaderOldest, page.Oldest.String())
+			h.Set(wire.HeaderNewest, page.Newest.String())
 			h.Set("X-Content-Type-Options", "nosniff")
 			st.w.WriteHeader(http.StatusOK)
 		}
@@ -234,15 +229,15 @@ func (st *streamer) read(r *http.Request, q eventlog.Query, perRecord int64) (pa
 
 // item appends one item as a line.
 func (st *streamer) item(it eventlog.Item) {
-	b := append(st.buf, `{"cursor":"`...)
+	b := append(st.buf, itemCursor...)
 	b = it.Cursor.Append(b)
-	b = append(b, `","event":`...)
+	b = append(b, itemEvent...)
 	if it.Type != st.lastType || st.typeJSON == nil {
 		st.lastType = it.Type
 		st.typeJSON = appendJSONString(st.typeJSON[:0], it.Type)
 	}
 	b = append(b, st.typeJSON...)
-	b = append(b, `,"data":`...)
+	b = append(b, itemData...)
 	if bytes.IndexByte(it.JSON, '\n') >= 0 || bytes.IndexByte(it.JSON, '\r') >= 0 {
 		// Stored as sent (binary mode): one line, as a client compacts it from a page.
 		out := bytes.NewBuffer(b)
@@ -284,16 +279,23 @@ func (st *streamer) flush(always bool) bool {
 	return err == nil
 }
 
+// A stream's last line (wire.StreamEnd) as the streamer encodes it:
+// {"end":{"more":B[,"resume":"C"],"newest":"C"}}.
+const (
+	endMore   = `{"` + wire.KeyEnd + `":{"` + wire.KeyMore + `":`
+	endNewest = `,"` + wire.KeyNewest + `":"`
+)
+
 // end writes the last line and flushes.
 func (st *streamer) end(more bool, resume, newest cursor.Cursor) {
-	b := append(st.buf, `{"end":{"more":`...)
+	b := append(st.buf, endMore...)
 	b = strconv.AppendBool(b, more)
 	if more && !resume.IsZero() {
-		b = append(b, `,"resume":"`...)
+		b = append(b, replyResume...)
 		b = resume.Append(b)
 		b = append(b, '"')
 	}
-	b = append(b, `,"newest":"`...)
+	b = append(b, endNewest...)
 	b = newest.Append(b)
 	st.buf = append(b, "\"}}\n"...)
 	st.flush(true)
@@ -309,7 +311,7 @@ func (st *streamer) fail(ctx context.Context, err error) {
 		status = http.StatusServiceUnavailable
 	}
 	b, _ := json.Marshal(rerr)
-	st.w.Header().Set("Content-Type", "application/json")
+	st.w.Header().Set("Content-Type", wire.MediaJSON)
 	st.w.WriteHeader(status)
 	_, _ = st.w.Write(append(b, '\n'))
 }

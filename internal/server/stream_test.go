@@ -11,6 +11,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // pageItems reads the whole log oldest first through the events method and returns each
@@ -59,12 +60,12 @@ func TestStreamHoldsThePagesItems(t *testing.T) {
 	if resp, b := n.do(req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("binary ingest: %d %s", resp.StatusCode, b)
 	}
-	resp, body := n.get(server.StreamPath)
+	resp, body := n.get(wire.PathStream)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("stream: %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	if resp.Header.Get(server.StreamOldestHeader) != cursors[0] {
-		t.Errorf("oldest %q, want %q", resp.Header.Get(server.StreamOldestHeader), cursors[0])
+	if resp.Header.Get(wire.HeaderOldest) != cursors[0] {
+		t.Errorf("oldest %q, want %q", resp.Header.Get(wire.HeaderOldest), cursors[0])
 	}
 	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
 	want := pageItems(t, n, "")
@@ -81,14 +82,14 @@ func TestStreamHoldsThePagesItems(t *testing.T) {
 			t.Errorf("line %d:\n %s\nwant\n %s", i, lines[i], w)
 		}
 	}
-	newest := resp.Header.Get(server.StreamNewestHeader)
+	newest := resp.Header.Get(wire.HeaderNewest)
 	if end := string(lines[len(lines)-1]); end != `{"end":{"more":false,"newest":"`+newest+`"}}` {
 		t.Errorf("last line %s", end)
 	}
 
 	// After a cursor and before another, filtered.
 	q := url.Values{"after": {cursors[4]}, "before": {cursors[30]}, "query": {"data.n > 20"}}
-	_, body = n.get(server.StreamPath + "?" + q.Encode())
+	_, body = n.get(wire.PathStream + "?" + q.Encode())
 	lines = bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
 	if len(lines) != 10 {
 		t.Fatalf("filtered: %d lines, want 9 items and the end:\n%s", len(lines), body)
@@ -101,15 +102,15 @@ func TestStreamHoldsThePagesItems(t *testing.T) {
 
 	// Refusals, as the events method words them.
 	for _, q := range []string{"after=zz", "query=" + url.QueryEscape("data.n >"), "%zz"} {
-		resp, b := n.get(server.StreamPath + "?" + q)
+		resp, b := n.get(wire.PathStream + "?" + q)
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "error") && !strings.Contains(string(b), "code") {
 			t.Errorf("%s: %d %s", q, resp.StatusCode, b)
 		}
 	}
 	// The events method advertises the stream.
 	resp, _ = n.get("/events?maxItems=1")
-	if resp.Header.Get(server.StreamHeader) != server.StreamPath {
-		t.Errorf("GET /events: %s %q", server.StreamHeader, resp.Header.Get(server.StreamHeader))
+	if resp.Header.Get(wire.HeaderStream) != wire.PathStream {
+		t.Errorf("GET /events: %s %q", wire.HeaderStream, resp.Header.Get(wire.HeaderStream))
 	}
 }
 
@@ -121,7 +122,7 @@ func TestStreamStopsOnBudget(t *testing.T) {
 		events = append(events, ceJSON("/s", fmt.Sprint("e", i), "org.example.a.b.c.v1", i))
 	}
 	n.ingestBatch(events)
-	_, body := n.get(server.StreamPath + "?query=" + url.QueryEscape("data.n = 2999"))
+	_, body := n.get(wire.PathStream + "?query=" + url.QueryEscape("data.n = 2999"))
 	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
 	end := string(lines[len(lines)-1])
 	if len(lines) != 1 || !strings.HasPrefix(end, `{"end":{"more":true,"resume":"`) {
@@ -132,10 +133,10 @@ func TestStreamStopsOnBudget(t *testing.T) {
 // A read token guards the stream as it guards the events method.
 func TestStreamNeedsReadToken(t *testing.T) {
 	n := newNode(t, server.Config{ReadToken: "r"}, eventlog.Options{})
-	if resp, _ := n.get(server.StreamPath); resp.StatusCode != http.StatusUnauthorized {
+	if resp, _ := n.get(wire.PathStream); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without the token: %d", resp.StatusCode)
 	}
-	if resp, b := n.get(server.StreamPath, "Authorization", "Bearer r"); resp.StatusCode != http.StatusOK || !bytes.HasPrefix(b, []byte(`{"end":{"more":false`)) {
+	if resp, b := n.get(wire.PathStream, "Authorization", "Bearer r"); resp.StatusCode != http.StatusOK || !bytes.HasPrefix(b, []byte(`{"end":{"more":false`)) {
 		t.Errorf("with the token: %d %s", resp.StatusCode, b)
 	}
 }

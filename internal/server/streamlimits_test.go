@@ -15,6 +15,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/testwait"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // heldStore is a budgetStore whose reads wait at a gate until it is closed, and which notes
@@ -63,11 +64,11 @@ func TestStreamsAreBounded(t *testing.T) {
 	within := make([]*httptest.ResponseRecorder, 2)
 	for i := range within {
 		within[i] = httptest.NewRecorder()
-		wg.Go(func() { s.ServeHTTP(within[i], httptest.NewRequestWithContext(ctx, "GET", StreamPath, nil)) })
+		wg.Go(func() { s.ServeHTTP(within[i], httptest.NewRequestWithContext(ctx, "GET", wire.PathStream, nil)) })
 	}
 	testwait.Until(t, "two streams are reading", func() bool { return h.waiting.Load() == 2 })
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", StreamPath, nil))
+	s.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", wire.PathStream, nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("a stream beyond the bound: %d, Retry-After %q: %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
@@ -79,7 +80,7 @@ func TestStreamsAreBounded(t *testing.T) {
 		}
 	}
 	rec = httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", StreamPath, nil))
+	s.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", wire.PathStream, nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("a stream once the others ended: %d %s", rec.Code, rec.Body)
 	}
@@ -96,7 +97,7 @@ func TestStreamStepsAreBoundedInBytes(t *testing.T) {
 	s := New(Config{Store: h})
 	defer s.Shutdown(context.Background())
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", StreamPath, nil))
+	s.ServeHTTP(rec, httptest.NewRequest("GET", wire.PathStream, nil))
 	if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), "\n") != len(st.items)+1 {
 		t.Fatalf("the stream: %d, %d lines", rec.Code, strings.Count(rec.Body.String(), "\n"))
 	}
@@ -135,7 +136,7 @@ func TestSlowStreamReaderIsCutOff(t *testing.T) {
 	}
 	defer c.Close()
 	_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
-	if _, err := io.WriteString(c, "GET "+StreamPath+" HTTP/1.1\r\nHost: node\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(c, "GET "+wire.PathStream+" HTTP/1.1\r\nHost: node\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReaderSize(c, 512), nil)

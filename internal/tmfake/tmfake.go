@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // Options configures a Node. Zero values: no item cap, waits clamped to [10ms, 30s].
@@ -42,19 +43,13 @@ type Event struct {
 	Data json.RawMessage
 }
 
-type item struct {
-	Cursor string          `json:"cursor"`
-	Event  string          `json:"event"`
-	Data   json.RawMessage `json:"data"`
-}
-
 // Node is a fake Tendermint node serving on a loopback port.
 type Node struct {
 	t    testing.TB
 	opts Options
 
 	mu       sync.Mutex
-	items    []item // oldest first
+	items    []wire.Item // oldest first
 	seq      uint16
 	lastTS   int64
 	changed  chan struct{}
@@ -205,13 +200,13 @@ func (n *Node) Append(evs ...Event) []string {
 			ts++
 		}
 		c := fmt.Sprintf("%016x-%04x", ts, n.seq)
-		n.items = append(n.items, item{Cursor: c, Event: e.Type, Data: e.Data})
+		n.items = append(n.items, wire.Item{Cursor: c, Event: e.Type, Data: e.Data})
 		out[i] = c
 	}
 	n.lastTS = ts
 	if n.opts.MaxItems > 0 && len(n.items) > n.opts.MaxItems {
 		keep := 3 * n.opts.MaxItems / 4
-		n.items = append([]item(nil), n.items[len(n.items)-keep:]...)
+		n.items = append([]wire.Item(nil), n.items[len(n.items)-keep:]...)
 	}
 	n.wakeLocked()
 	return out
@@ -222,69 +217,54 @@ func (n *Node) wakeLocked() {
 	n.changed = make(chan struct{})
 }
 
-type request struct {
-	JSONRPC string           `json:"jsonrpc"`
-	ID      json.RawMessage  `json:"id"`
-	Method  string           `json:"method"`
-	Params  *json.RawMessage `json:"params"`
-}
-
 // params decodes as Tendermint's RequestEvents does: waitTime is a time.Duration, so only a
-// JSON number of nanoseconds is accepted; unknown fields such as order are ignored.
+// JSON number of nanoseconds is accepted; unknown fields are ignored, order (evtctl's) too,
+// whatever its value.
 type params struct {
-	Filter *struct {
-		Query string `json:"query"`
-	} `json:"filter"`
-	MaxItems int           `json:"maxItems"`
-	After    string        `json:"after"`
-	Before   string        `json:"before"`
-	WaitTime time.Duration `json:"waitTime"`
+	wire.Params
+	Order json.RawMessage `json:"order"` // shadows Params.Order: taken, never read
 }
 
-type result struct {
-	Items  []item `json:"items"`
-	More   bool   `json:"more"`
-	Oldest string `json:"oldest"`
-	Newest string `json:"newest"`
-}
+// result is a Tendermint node's: without evtctl's resume and order.
+type result = wire.Reply
 
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    string `json:"data"`
+type rpcError = wire.Error
+
+func newError(code int, data string) *rpcError {
+	return &rpcError{Code: code, Message: wire.Message(code), Data: data}
 }
 
 func (n *Node) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/" {
+	if r.Method != http.MethodPost || r.URL.Path != wire.PathRPC {
 		http.NotFound(w, r)
 		return
 	}
-	var req request
+	var req wire.Request[*json.RawMessage]
 	reply := func(res *result, e *rpcError) {
-		out := map[string]any{"jsonrpc": "2.0", "id": req.ID}
+		out := map[string]any{wire.KeyJSONRPC: wire.Version, wire.KeyID: req.ID}
 		if e != nil {
-			out["error"] = e
+			out[wire.KeyError] = e
 		} else {
-			out["result"] = res
+			out[wire.KeyResult] = res
 		}
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", wire.MediaJSON)
 		_ = json.NewEncoder(w).Encode(out)
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		reply(nil, &rpcError{-32700, "Parse error", err.Error()})
+		reply(nil, newError(wire.CodeParseError, err.Error()))
 		return
 	}
-	if req.Method != "events" {
-		reply(nil, &rpcError{-32601, "Method not found", req.Method})
+	if req.Method != wire.Method {
+		reply(nil, newError(wire.CodeMethodNotFound, req.Method))
 		return
 	}
 	if req.Params == nil {
-		reply(nil, &rpcError{-32602, "Invalid params", "params must be present"})
+		reply(nil, newError(wire.CodeInvalidParams, "params must be present"))
 		return
 	}
 	var p params
 	if err := json.Unmarshal(*req.Params, &p); err != nil {
-		reply(nil, &rpcError{-32602, "Invalid params", err.Error()})
+		reply(nil, newError(wire.CodeInvalidParams, err.Error()))
 		return
 	}
 	reply(n.events(r.Context(), p))
@@ -312,12 +292,12 @@ func (n *Node) events(ctx context.Context, p params) (*result, *rpcError) {
 	if p.Filter != nil && p.Filter.Query != "" {
 		var err error
 		if q, err = filter.Compile(p.Filter.Query); err != nil {
-			return nil, &rpcError{-32603, "Internal error", "invalid filter query: " + err.Error()}
+			return nil, newError(wire.CodeInternalError, "invalid filter query: "+err.Error())
 		}
 	}
 	for _, c := range []string{p.Before, p.After} {
 		if !validCursor(c) {
-			return nil, &rpcError{-32603, "Internal error", fmt.Sprintf("invalid cursor %q: invalid cursor format", c)}
+			return nil, newError(wire.CodeInternalError, fmt.Sprintf("invalid cursor %q: invalid cursor format", c))
 		}
 	}
 	if p.Before != "" {
@@ -364,10 +344,10 @@ func (n *Node) events(ctx context.Context, p params) (*result, *rpcError) {
 			n.mu.Lock()
 			res = n.scanLocked(q, p.After, "", 0) // the wait ended: no items, the log's bounds now
 			n.mu.Unlock()
-			res.Items, res.More = []item{}, false
+			res.Items, res.More = []wire.Item{}, false
 			return res, nil
 		case <-ctx.Done():
-			return nil, &rpcError{-32603, "Internal error", ctx.Err().Error()}
+			return nil, newError(wire.CodeInternalError, ctx.Err().Error())
 		}
 		n.mu.Lock()
 	}
@@ -376,7 +356,7 @@ func (n *Node) events(ctx context.Context, p params) (*result, *rpcError) {
 // scanLocked collects up to max of the newest items after `after` and before `before` that
 // match q, newest first; more reports an eligible item left out.
 func (n *Node) scanLocked(q *filter.Query, after, before string, max int) *result {
-	res := &result{Items: []item{}}
+	res := &result{Items: []wire.Item{}}
 	if len(n.items) == 0 {
 		return res
 	}

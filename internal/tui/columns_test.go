@@ -12,6 +12,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/demo"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // demoModel is a following UI at width x 30 showing n events of evtctl demo's story:
@@ -23,7 +24,7 @@ func demoModel(t *testing.T, width, n int) *Model {
 	items := make([]client.Item, n)
 	for i := range items {
 		data := gen.Next()
-		items[i] = client.Item{Cursor: fakeCursor(i + 1), Data: data}
+		items[i] = client.Item{Item: wire.Item{Cursor: fakeCursor(i + 1), Data: data}}
 	}
 	m, _ := newTestModel(testConfig(newFakeLog(), newClock()))
 	t.Cleanup(m.Close)

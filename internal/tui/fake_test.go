@@ -9,6 +9,7 @@ import (
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // fakeLog is an in-memory node for the UI's tests: a log of CloudEvents with fixed cursors
@@ -60,7 +61,7 @@ func (f *fakeLog) add(n int, typ string) {
 		data := fmt.Sprintf(`{"specversion":"1.0","id":"%08x-aaaa-4aaa-8aaa-aaaaaaaaaaaa","source":"/shop/web","type":%q,"subject":"order-%d","time":%q,"datacontenttype":"application/json","data":{"n":%d,"total":%d.5,"items":[{"sku":"A-%d","qty":1}],"gift":false,"note":null}}`,
 			s, typ, s, fakeBase.Add(time.Duration(s)*time.Millisecond).Format(time.RFC3339Nano), s, s, s)
 		raw := fmt.Sprintf(`{"cursor":%q,"event":%q,"data":%s}`, cur, typ, data)
-		f.items = append(f.items, client.Item{Cursor: cur, Event: typ, Data: []byte(data), Raw: []byte(raw)})
+		f.items = append(f.items, client.Item{Item: wire.Item{Cursor: cur, Event: typ, Data: []byte(data)}, Raw: []byte(raw)})
 	}
 	f.changedLocked()
 }
@@ -278,5 +279,5 @@ func (f *fakeLog) Follow(ctx context.Context, r FollowRequest, fn func(client.Ba
 }
 
 func clientItem(cur, name, data string) client.Item {
-	return client.Item{Cursor: cur, Event: name, Data: []byte(data)}
+	return client.Item{Item: wire.Item{Cursor: cur, Event: name, Data: []byte(data)}}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/internal/tmfake"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // --- fault injection and call recording ------------------------------------------------------
@@ -87,7 +88,7 @@ type recorder struct {
 type noStream struct{ http.ResponseWriter }
 
 func (w noStream) WriteHeader(code int) {
-	w.Header().Del(server.StreamHeader)
+	w.Header().Del(wire.HeaderStream)
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -96,7 +97,7 @@ func (w noStream) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (w noStream) Write(b []byte) (int, error) {
-	w.Header().Del(server.StreamHeader)
+	w.Header().Del(wire.HeaderStream)
 	return w.ResponseWriter.Write(b)
 }
 
@@ -154,7 +155,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, stream := rec.h, rec.stream
 	rec.mu.Unlock()
 	if !stream {
-		if r.URL.Path == server.StreamPath {
+		if r.URL.Path == wire.PathStream {
 			http.NotFound(w, r)
 			return
 		}
@@ -163,7 +164,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var call rpcCall
 	var body []byte
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == server.StreamPath:
+	case r.Method == http.MethodGet && r.URL.Path == wire.PathStream:
 		// A stream is recorded as a call, with its parameters in the params' places.
 		q := r.URL.Query()
 		call = rpcCall{At: time.Now(), Params: callParams{After: q.Get("after"), Before: q.Get("before"), Order: "stream"}, Raw: []byte(r.URL.RawQuery)}

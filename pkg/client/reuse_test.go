@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/internal/testwait"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // deepCopy keeps an item beyond the callback, as a caller of ReuseMemory must.
 func deepCopy(it Item) Item {
-	return Item{Cursor: string([]byte(it.Cursor)), Event: string([]byte(it.Event)), Data: bytes.Clone(it.Data), Raw: bytes.Clone(it.Raw)}
+	return Item{Item: wire.Item{Cursor: string([]byte(it.Cursor)), Event: string([]byte(it.Event)), Data: bytes.Clone(it.Data)}, Raw: bytes.Clone(it.Raw)}
 }
 
 // With ReuseMemory, every item seen inside the callback is what the node sent, although

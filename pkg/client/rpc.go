@@ -28,6 +28,7 @@ import (
 	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // rpcNode calls the events method of one node over HTTP: an evtctl node or a Tendermint
@@ -174,26 +175,18 @@ type Request struct {
 	reuse bool // read the reply into a pooled buffer, to be given back with Reply.release
 }
 
-// Reply is the result of the events method.
+// Reply is the result of the events method (a wire.Reply), its items as the client keeps
+// them.
 type Reply struct {
-	Items  []Item `json:"items"`
-	More   bool   `json:"more"`
-	Oldest string `json:"oldest"`
-	Newest string `json:"newest"`
-	// Resume is evtctl's extension: set when the node stopped a page short of its range
-	// (its work budget, or a range lost to damage), it is where to ask again from — as
-	// `after` for an ascending page, as `before` for a newest-first one.
-	Resume string `json:"resume,omitempty"`
-	// Order is "asc" when the node returned oldest first (an evtctl node, asked for it);
-	// Tendermint never sends it.
-	Order string `json:"order,omitempty"`
+	Items []Item `json:"items"`
+	wire.PageEnd
 
 	body   *[]byte // pooled reply buffer the items alias, when the request asked for reuse
 	stream string  // the node's stream path, from the reply's headers
 }
 
 // Ascending reports whether the node returned the items oldest first.
-func (r *Reply) Ascending() bool { return r.Order == "asc" }
+func (r *Reply) Ascending() bool { return r.Order == wire.OrderAsc }
 
 // bodies holds reply buffers for reuse (ReuseMemory): a replay reads thousands of pages of
 // up to megabytes, and allocating each anew made garbage collection a large share of the
@@ -211,14 +204,12 @@ func (r *Reply) release() {
 	}
 }
 
-// Item is one item of a log: its cursor, its event's name and its data. Raw is the whole
-// item object as the node sent it, byte for byte; sources that build their items leave it
-// empty, and renderers build the object from the fields.
+// Item is one item of a log: its cursor, its event's name and its data (a wire.Item). Raw is
+// the whole item object as the node sent it, byte for byte; sources that build their items
+// leave it empty, and renderers build the object from the fields.
 type Item struct {
-	Cursor string          `json:"cursor"`
-	Event  string          `json:"event"`
-	Data   json.RawMessage `json:"data"`
-	Raw    json.RawMessage `json:"-"`
+	wire.Item
+	Raw json.RawMessage `json:"-"`
 	// Pos is the position right after the item, where it is not the cursor (a log of
 	// partitions); see PosOf.
 	Pos string `json:"-"`
@@ -241,18 +232,7 @@ func (it *Item) UnmarshalJSON(b []byte) error {
 }
 
 // RPCError is an error answered by the node in the JSON-RPC envelope.
-type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    string `json:"data,omitempty"`
-}
-
-func (e *RPCError) Error() string {
-	if e.Data != "" {
-		return e.Data
-	}
-	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
-}
+type RPCError = wire.Error
 
 // HTTPError is a reply whose HTTP status is not 200.
 type HTTPError struct {
@@ -346,8 +326,8 @@ func (e *ContactError) Error() string {
 		switch {
 		case errors.As(e.Err, &he):
 			return fmt.Sprintf("%s does not serve the events API: it answered %s", e.Node, he.describe())
-		case errors.As(e.Err, &re) && re.Code == -32601:
-			return fmt.Sprintf("%s does not serve the events API: it has no method \"events\" (%s)", e.Node, re.Error())
+		case errors.As(e.Err, &re) && re.Code == wire.CodeMethodNotFound:
+			return fmt.Sprintf("%s does not serve the events API: it has no method %q (%s)", e.Node, wire.Method, re.Error())
 		}
 		return fmt.Sprintf("%s does not serve the events API: %v", e.Node, e.Err)
 	}
@@ -391,7 +371,7 @@ func (c *rpcNode) firstContact(err error) error {
 		}
 	case errors.As(err, &re):
 		switch re.Code {
-		case -32601, -32600, -32700: // no such method; our call is not a request to it
+		case wire.CodeMethodNotFound, wire.CodeInvalidRequest, wire.CodeParseError: // no such method; our call is not a request to it
 			kind = NotEventsAPI
 		}
 	case errors.As(err, &de):
@@ -433,7 +413,7 @@ func Retryable(err error) bool {
 	}
 	var re *RPCError
 	if errors.As(err, &re) {
-		return re.Code == -32000 // evtctl: too many waiting readers
+		return re.Code == wire.CodeBusy // evtctl: too many waiting readers, or the log unavailable for now
 	}
 	var de *DecodeError
 	var qe *QueryError
@@ -477,27 +457,6 @@ func retryAfterOf(err error) time.Duration {
 	return 0
 }
 
-type rpcRequest struct {
-	JSONRPC string     `json:"jsonrpc"`
-	ID      int64      `json:"id"`
-	Method  string     `json:"method"`
-	Params  *rpcParams `json:"params"`
-}
-
-// rpcParams is what a Tendermint node takes; order is evtctl's extension, ignored there.
-type rpcParams struct {
-	Filter   *rpcFilter `json:"filter,omitempty"`
-	MaxItems int        `json:"maxItems,omitempty"`
-	After    string     `json:"after,omitempty"`
-	Before   string     `json:"before,omitempty"`
-	WaitTime int64      `json:"waitTime,omitempty"` // nanoseconds, as a JSON number
-	Order    string     `json:"order,omitempty"`
-}
-
-type rpcFilter struct {
-	Query string `json:"query"`
-}
-
 // Events calls the events method once. The request's context bounds the call; a long-poll
 // is given its wait plus a margin. Until the node has answered once, a failure that waiting
 // does not mend is a *ContactError.
@@ -513,14 +472,16 @@ func (c *rpcNode) Events(ctx context.Context, req Request) (*Reply, error) {
 }
 
 func (c *rpcNode) events(ctx context.Context, req Request) (*Reply, error) {
-	p := &rpcParams{MaxItems: req.MaxItems, After: req.After, Before: req.Before, WaitTime: int64(req.Wait)}
+	// A Tendermint node ignores order, evtctl's extension.
+	p := &wire.Params{MaxItems: req.MaxItems, After: req.After, Before: req.Before, WaitTime: req.Wait}
 	if req.Query != "" {
-		p.Filter = &rpcFilter{Query: req.Query}
+		p.Filter = &wire.Filter{Query: req.Query}
 	}
 	if req.Ascending {
-		p.Order = "asc"
+		p.Order = wire.OrderAsc
 	}
-	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: c.id.Add(1), Method: "events", Params: p})
+	id := strconv.AppendInt(nil, c.id.Add(1), 10)
+	body, err := json.Marshal(wire.Request[*wire.Params]{JSONRPC: wire.Version, ID: id, Method: wire.Method, Params: p})
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +493,7 @@ func (c *rpcNode) events(ctx context.Context, req Request) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Content-Type", wire.MediaJSON)
 	hr.Header.Set("User-Agent", c.ua)
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
@@ -560,7 +521,7 @@ func (c *rpcNode) events(ctx context.Context, req Request) (*Reply, error) {
 			return nil, err
 		}
 		r.body = buf
-		r.stream = resp.Header.Get(streamHeader)
+		r.stream = resp.Header.Get(wire.HeaderStream)
 		c.learn(req, r)
 		return r, nil
 	}
@@ -570,7 +531,7 @@ func (c *rpcNode) events(ctx context.Context, req Request) (*Reply, error) {
 	}
 	r, err := decodeReply(resp, data)
 	if err == nil {
-		r.stream = resp.Header.Get(streamHeader)
+		r.stream = resp.Header.Get(wire.HeaderStream)
 		c.learn(req, r)
 	}
 	return r, err
@@ -635,7 +596,7 @@ func decodeReply(resp *http.Response, data []byte) (*Reply, error) {
 			max = 100 // the start of a page is enough to tell what answered
 		}
 		he := &HTTPError{Status: resp.StatusCode, Message: peer.Text(data, max), Page: page}
-		he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		he.RetryAfter = parseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), time.Now())
 		he.wantsTLS = peer.WantsTLS(resp.StatusCode, data)
 		return nil, he
 	}
@@ -661,9 +622,9 @@ func parseReply(data []byte) (*Reply, error) {
 	var res, rpcErr span
 	w.object(func(key []byte) {
 		switch string(key) {
-		case "result":
+		case wire.KeyResult:
 			res = w.skip()
-		case "error":
+		case wire.KeyError:
 			rpcErr = w.skip()
 		default:
 			w.skip()
@@ -688,7 +649,7 @@ func parseReply(data []byte) (*Reply, error) {
 			return
 		}
 		switch string(key) {
-		case "items":
+		case wire.KeyItems:
 			switch w.b[w.i] {
 			case 'n': // null
 				w.skip()
@@ -710,15 +671,15 @@ func parseReply(data []byte) (*Reply, error) {
 				err = bad("items is not an array")
 				w.skip()
 			}
-		case "more":
+		case wire.KeyMore:
 			r.More = string(w.skip().of(data)) == "true"
-		case "oldest":
+		case wire.KeyOldest:
 			r.Oldest = stringOf(w.skip().of(data))
-		case "newest":
+		case wire.KeyNewest:
 			r.Newest = stringOf(w.skip().of(data))
-		case "resume":
+		case wire.KeyResume:
 			r.Resume = stringOf(w.skip().of(data))
-		case "order":
+		case wire.KeyOrder:
 			r.Order = stringOf(w.skip().of(data))
 		default:
 			w.skip()
@@ -742,11 +703,11 @@ func (w *walker) item() (Item, bool) {
 	w.object(func(key []byte) {
 		v := w.skip().of(w.b)
 		switch string(key) {
-		case "cursor":
+		case wire.KeyCursor:
 			it.Cursor, hasCursor = stringOf(v), v[0] == '"'
-		case "event":
+		case wire.KeyEvent:
 			it.Event = stringOf(v)
-		case "data":
+		case wire.KeyData:
 			it.Data = v
 		}
 	})

@@ -17,15 +17,12 @@ import (
 
 	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/cursor"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
-// An evtctl node's stream (see the server package's StreamPath): one long response of JSON
-// lines for a range, which the client reads instead of paging when the node advertises it.
+// An evtctl node's stream (wire.PathStream): one long response of JSON lines for a range,
+// which the client reads instead of paging when the node advertises it.
 const (
-	streamHeader = "Evtctl-Stream"
-	streamOldest = "Evtctl-Oldest"
-	streamNewest = "Evtctl-Newest"
-	streamMedia  = "application/x-ndjson"
 	// streamIdle is how long a stream may send nothing before the client gives up on it
 	// and resumes.
 	streamIdle = 45 * time.Second
@@ -156,20 +153,20 @@ func (w *rangeWalk) streamOnce(ctx context.Context, c *rpcNode, path, after, bef
 	defer cancel()
 	v := url.Values{}
 	if after != "" {
-		v.Set("after", after)
+		v.Set(wire.ParamAfter, after)
 	}
 	if before != "" {
-		v.Set("before", before)
+		v.Set(wire.ParamBefore, before)
 	}
 	if w.opts.Query != "" {
-		v.Set("query", w.opts.Query)
+		v.Set(wire.ParamQuery, w.opts.Query)
 	}
 	u := strings.TrimSuffix(c.endpoint, "/") + path + "?" + v.Encode()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return false, nil, err
 	}
-	hr.Header.Set("Accept", streamMedia)
+	hr.Header.Set("Accept", wire.MediaNDJSON)
 	hr.Header.Set("User-Agent", c.ua)
 	if c.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.token)
@@ -193,7 +190,7 @@ func (w *rangeWalk) streamOnce(ctx context.Context, c *rpcNode, path, after, bef
 		_, err := decodeReply(resp, data)
 		return false, nil, err
 	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), streamMedia) {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), wire.MediaNDJSON) {
 		return false, nil, errNoStream
 	}
 	from := after
@@ -202,8 +199,8 @@ func (w *rangeWalk) streamOnce(ctx context.Context, c *rpcNode, path, after, bef
 	}
 	// A node that holds nothing after `after` says so with an empty oldest: the stream
 	// brings no items then.
-	oldest := resp.Header.Get(streamOldest)
-	if g := GapAfter(from, oldest, resp.Header.Get(streamNewest), oldest == ""); g != nil {
+	oldest := resp.Header.Get(wire.HeaderOldest)
+	if g := GapAfter(from, oldest, resp.Header.Get(wire.HeaderNewest), oldest == ""); g != nil {
 		if err := w.gap(g); err != nil {
 			return true, nil, &fatal{err}
 		}
@@ -386,10 +383,11 @@ func (sc *streamScanner) parse(lines []byte, items []Item) ([]Item, *streamEnd, 
 	return items, nil, nil
 }
 
+// An item as a node writes it on a line of its stream.
 const (
-	itemCursor = `{"cursor":"`
-	itemEvent  = `,"event":"`
-	itemData   = `,"data":`
+	itemCursor = `{"` + wire.KeyCursor + `":"`
+	itemEvent  = `,"` + wire.KeyEvent + `":"`
+	itemData   = `,"` + wire.KeyData + `":`
 )
 
 // parseStreamItem reads a line that is an item as an evtctl node writes it:
@@ -425,7 +423,7 @@ func parseStreamItem(line []byte) (Item, bool) {
 		return Item{}, false
 	}
 	data = data[:len(data)-1]
-	return Item{Cursor: unsafe.String(unsafe.SliceData(cur), len(cur)), Event: stringOf(event), Data: data, Raw: line}, true
+	return Item{Item: wire.Item{Cursor: unsafe.String(unsafe.SliceData(cur), len(cur)), Event: stringOf(event), Data: data}, Raw: line}, true
 }
 
 // cursorText reports whether b is a cursor as nodes write it: 16 hex digits, a dash and 4 to
@@ -469,17 +467,18 @@ func stringEnd(s []byte) int {
 	}
 }
 
-// parseStreamEnd reads the last line of a stream: {"end":{"more":B,"resume":"C","newest":"C"}}.
+// parseStreamEnd reads the last line of a stream (a wire.StreamEnd):
+// {"end":{"more":B,"resume":"C","newest":"C"}}.
 func parseStreamEnd(line []byte) (*streamEnd, bool) {
-	if !bytes.HasPrefix(line, []byte(`{"end":`)) || !gjson.ValidBytes(line) {
+	if !bytes.HasPrefix(line, []byte(`{"`+wire.KeyEnd+`":`)) || !gjson.ValidBytes(line) {
 		return nil, false
 	}
-	e := gjson.GetBytes(line, "end")
-	more := e.Get("more")
+	e := gjson.GetBytes(line, wire.KeyEnd)
+	more := e.Get(wire.KeyMore)
 	if !e.IsObject() || !more.IsBool() {
 		return nil, false
 	}
-	end := &streamEnd{more: more.Bool(), resume: e.Get("resume").String(), newest: e.Get("newest").String()}
+	end := &streamEnd{more: more.Bool(), resume: e.Get(wire.KeyResume).String(), newest: e.Get(wire.KeyNewest).String()}
 	for _, c := range []string{end.resume, end.newest} {
 		if c != "" && !cursorText([]byte(c)) {
 			return nil, false
@@ -493,9 +492,9 @@ func rpcErrorOf(b []byte) *RPCError {
 	if !gjson.ValidBytes(b) {
 		return nil
 	}
-	code, msg := gjson.GetBytes(b, "code"), gjson.GetBytes(b, "message")
+	code, msg := gjson.GetBytes(b, wire.KeyCode), gjson.GetBytes(b, wire.KeyMessage)
 	if code.Type != gjson.Number || msg.Type != gjson.String {
 		return nil
 	}
-	return &RPCError{Code: int(code.Int()), Message: msg.String(), Data: gjson.GetBytes(b, "data").String()}
+	return &RPCError{Code: int(code.Int()), Message: msg.String(), Data: gjson.GetBytes(b, wire.KeyData).String()}
 }

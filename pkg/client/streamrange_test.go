@@ -13,6 +13,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // cutter is a node whose streams are cut off: the first `cuts` streams lose their
@@ -26,7 +27,7 @@ type cutter struct {
 }
 
 func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != server.StreamPath {
+	if r.URL.Path != wire.PathStream {
 		c.h.ServeHTTP(w, r)
 		return
 	}
@@ -150,7 +151,7 @@ func TestStreamRangeResumesOnBudget(t *testing.T) {
 	var mu sync.Mutex
 	c, _, all := streamFixture(t, 2000, server.Config{ScanBudget: 300 << 10}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == server.StreamPath {
+			if r.URL.Path == wire.PathStream {
 				mu.Lock()
 				streams++
 				mu.Unlock()
@@ -225,7 +226,7 @@ func TestStreamRangeGap(t *testing.T) {
 func TestStreamRangeFallsBackToPages(t *testing.T) {
 	c, _, all := streamFixture(t, 300, server.Config{}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == server.StreamPath {
+			if r.URL.Path == wire.PathStream {
 				http.NotFound(w, r)
 				return
 			}

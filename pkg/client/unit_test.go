@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 const T0 = int64(0x18ea61a27c39abd8)
@@ -198,7 +200,7 @@ func (e sourceErr) Retryable() bool { return e.retry }
 // A page a source made with its own memory gives it back when released.
 func TestPageOnRelease(t *testing.T) {
 	released := 0
-	p := &Page{Items: []Item{{Cursor: "c"}}}
+	p := &Page{Items: []Item{{Item: wire.Item{Cursor: "c"}}}}
 	p.OnRelease(func() { released++ })
 	p.Release()
 	p.Release()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // fuzzOptions are the renderers FuzzRender picks from.
@@ -46,7 +47,7 @@ func FuzzRender(f *testing.F) {
 		decoded := json.Unmarshal(raw, &it) == nil
 		if !decoded {
 			// Not an item: feed the bytes anyway, which must not panic.
-			it = client.Item{Cursor: "c", Event: "e", Data: raw, Raw: raw}
+			it = client.Item{Item: wire.Item{Cursor: "c", Event: "e", Data: raw}, Raw: raw}
 		}
 		var out bytes.Buffer
 		r, err := New(&out, opts)

@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // The clock and the time zone of the fitted goldens: the afternoon of the day of most
@@ -278,7 +279,7 @@ func TestAppendDisplayEnd(t *testing.T) {
 // source stamped with a time shows that time, fitted or not; without one, "-".
 func TestPrettyItemTime(t *testing.T) {
 	at := time.Date(2026, 11, 22, 13, 39, 11, 957e6, time.UTC)
-	it := client.Item{Cursor: "h000000000044.00000001", Event: "Tx", Data: []byte(`{"type":"tendermint/event/Tx","value":{"height":44}}`), Time: at}
+	it := client.Item{Item: wire.Item{Cursor: "h000000000044.00000001", Event: "Tx", Data: []byte(`{"type":"tendermint/event/Tx","value":{"height":44}}`)}, Time: at}
 	if got, want := render(t, Options{Format: "pretty"}, it), "2026-11-22T13:39:11.957Z  Tx  {\"height\":44}\n"; got != want {
 		t.Errorf("pretty: %q, want %q", got, want)
 	}

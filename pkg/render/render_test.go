@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -168,7 +169,7 @@ func TestJSONLExact(t *testing.T) {
 }
 
 func TestItemWithoutRaw(t *testing.T) {
-	it := client.Item{Cursor: "18ea61a27c39abd8-00c7", Event: "a\"b<", Data: json.RawMessage(`{"x": 1}`)}
+	it := client.Item{Item: wire.Item{Cursor: "18ea61a27c39abd8-00c7", Event: "a\"b<", Data: json.RawMessage(`{"x": 1}`)}}
 	if got, want := render(t, Options{}, it), `{"cursor":"18ea61a27c39abd8-00c7","event":"a\"b<","data":{"x":1}}`+"\n"; got != want {
 		t.Errorf("got %s want %s", got, want)
 	}
@@ -330,7 +331,7 @@ func TestItemErrors(t *testing.T) {
 	// Broken JSON that needs compacting is refused with the cursor, not written.
 	out.Reset()
 	r, _ = New(&out, Options{})
-	err = r.Item(client.Item{Cursor: "c1", Raw: json.RawMessage(`{"a": [1,}`)})
+	err = r.Item(client.Item{Item: wire.Item{Cursor: "c1"}, Raw: json.RawMessage(`{"a": [1,}`)})
 	if err == nil || !strings.Contains(err.Error(), `"c1"`) {
 		t.Errorf("broken JSON: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // The items of a height, in the order a node's event bus publishes them: first the block's
@@ -180,7 +181,7 @@ func (d *heightData) close(start, data int, event string) {
 	d.buf = append(d.buf, '}')
 	end := len(d.buf)
 	d.buf = append(d.buf, '\n')
-	d.items = append(d.items, client.Item{Event: event, Time: d.meta.time})
+	d.items = append(d.items, client.Item{Item: wire.Item{Event: event}, Time: d.meta.time})
 	d.marks = append(d.marks, itemMarks{start: start, data: data, end: end})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // TestCompare: positions grow along a read; a cursor is before a position that covers its
@@ -66,7 +67,7 @@ func TestPosBefore(t *testing.T) {
 		{"5/1", "7,5,9", ""},       // not of this position
 		{"bad", "7,5,9", ""},
 	} {
-		if got := s.PosBefore(client.Item{Cursor: c.cur, Pos: c.pos}); got != c.want {
+		if got := s.PosBefore(client.Item{Item: wire.Item{Cursor: c.cur}, Pos: c.pos}); got != c.want {
 			t.Errorf("PosBefore(%s at %s) = %q, want %q", c.cur, c.pos, got, c.want)
 		}
 	}

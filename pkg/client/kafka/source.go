@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // lost is what a forward page found lost after the position it started from: records of
@@ -464,11 +465,13 @@ var errStuck = errors.New("kafka: the brokers did not return records the partiti
 func itemOf(b built, pos string) client.Item {
 	raw := b.raw
 	it := client.Item{
-		Cursor: unsafe.String(&raw[b.cur.start], b.cur.end-b.cur.start),
-		Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
-		Raw:    raw,
-		Pos:    pos,
-		Event:  b.typ,
+		Item: wire.Item{
+			Cursor: unsafe.String(&raw[b.cur.start], b.cur.end-b.cur.start),
+			Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
+			Event:  b.typ,
+		},
+		Raw: raw,
+		Pos: pos,
 	}
 	if it.Event == "" && b.ev.end-b.ev.start > 2 {
 		it.Event = unsafe.String(&raw[b.ev.start+1], b.ev.end-b.ev.start-2)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/testwait"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // walk reads forward from after in pages of max until a page says no more, and returns
@@ -406,7 +407,7 @@ func TestBackward(t *testing.T) {
 		if i%3 == 2 && i/3 < 5 {
 			continue // deleted
 		}
-		fwd = append(fwd, client.Item{Cursor: fmt.Sprintf("%d/%d", i%3, i/3)})
+		fwd = append(fwd, client.Item{Item: wire.Item{Cursor: fmt.Sprintf("%d/%d", i%3, i/3)}})
 	}
 	page(t, s, client.PageRequest{Max: 1000, Wait: time.Second}) // a forward reader long-polls meanwhile
 	for _, max := range []int{1, 7, 500} {
@@ -781,7 +782,7 @@ func TestLargePages(t *testing.T) {
 		for {
 			p := page(t, s, client.PageRequest{After: after, Max: 300, Query: q, Reuse: true})
 			for _, it := range p.Items {
-				large = append(large, client.Item{Cursor: strings.Clone(it.Cursor), Raw: slices.Clone(it.Raw), Pos: strings.Clone(it.Pos)})
+				large = append(large, client.Item{Item: wire.Item{Cursor: strings.Clone(it.Cursor)}, Raw: slices.Clone(it.Raw), Pos: strings.Clone(it.Pos)})
 			}
 			after = p.Next
 			p.Release()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/filter"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // The source of a Redis stream behind the client's page interface: redis:// and rediss://
@@ -172,7 +173,7 @@ func (m *pageMem) add(entries []rawEntry, replySize int, q *filter.Query) {
 			m.data = m.data[:start]
 			continue
 		}
-		m.items = append(m.items, client.Item{Cursor: e.id, Event: typ, Data: ev, Raw: m.data[start : len(m.data)-1]})
+		m.items = append(m.items, client.Item{Item: wire.Item{Cursor: e.id, Event: typ, Data: ev}, Raw: m.data[start : len(m.data)-1]})
 	}
 }
 
