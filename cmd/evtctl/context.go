@@ -33,7 +33,8 @@ naming another node, the context is not used at all.
 
 Contexts are kept in ` + configPathHelp() + `, readable by its owner
 only. Tokens are never printed back.`,
-		Example: `  evtctl context add prod --node https://events.example.com --token-stdin < prod.token --use
+		Example: `  evtctl context add prod --node https://events.example.com --use \
+      --token-stdin < prod.token
   evtctl context add local --node 127.0.0.1:7480
   evtctl context list
   evtctl tail --context local`,
