@@ -108,7 +108,7 @@ order, repeats and the spool's dead letters work: evtctl help delivery.`,
   evtctl emit --file events.jsonl --mode batch --batch-size 500
   evtctl emit --to http://localhost:8080/webhook --mode structured \
       --type org.example.hook.test.sent.v1 --source https://ops.example.com/
-  evtctl emit --spool ./outbox --count 100 --source /shop \
+  evtctl emit --spool ./outbox --count 100 --source https://shop.example.com/ \
       --type org.example.shop.order.purchased.v1
   evtctl emit --flush ./outbox`,
 		Args: noArgs,

@@ -274,8 +274,8 @@ Tokens and secrets given in the environment stay out of process listings and the
 history.
 
 Others
-  COLUMNS                the width -o pretty fits its lines to when the terminal does not
-                         say (80 without either)
+  COLUMNS                the width -o pretty and --help fit their lines to when the
+                         terminal does not say (80 without either)
   EVTCTL_FORCE_TTY       write to stdout as to a terminal even when it is not (1); a number
                          is also the width to fit (EVTCTL_FORCE_TTY=100)
   NO_COLOR               set (to anything): no colour in output

@@ -18,8 +18,8 @@ node, and ships its own node (evtctl serve): a durable log of CloudEvents.`,
 		Example: `  evtctl demo
   evtctl tail --type 'org.openedx.#' -o jsonl | jq -c .data
   evtctl replay --since 1h --checkpoint seen.cursor -o ce > last-hour.jsonl
-  evtctl emit --type org.example.shop.order.purchased.v1 --source /shop \
-      --data '{"total": 12.5}'
+  evtctl emit --source https://shop.example.com/ \
+      --type org.example.shop.order.purchased.v1 --data '{"total": 12.5}'
   evtctl forward --to http://localhost:8080/hook --checkpoint hook.json
   evtctl serve --window 72h --ingest-token "$TOKEN"`,
 		Version:       versionString(),
