@@ -92,14 +92,15 @@ func newCmdBenchWith(streams *iostreams.IOStreams, newOpts func(*iostreams.IOStr
 its unit: a table on a terminal, JSON otherwise (or with -o json), with the parameters and
 the environment of the run.
 
-  ingest    producers posting events as fast as the node acknowledges them
-  latency   a steady rate of appends while a client tails: acknowledgement to delivery
-  replay    catch-up of stored events through the client, also with a 1% filter
-  emit      evtctl emit --file of a million events, beside raw posts of the same batches
-  pollers   thousands of idle long-polls: the node's memory, and how fast an append wakes them
-  jetstream a node on NATS JetStream beside the NATS Go client on the same server
-  attack    honest producers and a reader while clients try to shut them out
-  redis     replay and tail of a Redis stream beside a plain go-redis reader
+  ingest     producers posting events as fast as the node acknowledges them
+  latency    a steady rate of appends while a client tails: acknowledgement to delivery
+  replay     catch-up of stored events through the client, also with a 1% filter
+  emit       evtctl emit --file of a million events, beside raw posts of the same batches
+  pollers    thousands of idle long-polls: the node's memory, and how fast an append
+             wakes them
+  jetstream  a node on NATS JetStream beside the NATS Go client on the same server
+  attack     honest producers and a reader while clients try to shut them out
+  redis      replay and tail of a Redis stream beside a plain go-redis reader
 
 --node works against any node for replay and pollers (a Tendermint node too); ingest and
 latency send events, so they need an evtctl node — except latency against a CometBFT node,
@@ -151,7 +152,7 @@ event per request (--mode structured). Events are OEP-41 enrollment CloudEvents 
 percentiles of the time from sending a request to its acknowledgement. Acknowledgements in
 the --warmup are not counted; --count sends exactly that many events and counts them all.`,
 		Example: `  evtctl bench ingest --embedded
-  evtctl bench ingest --node http://127.0.0.1:7480 --producers 16 --mode structured`,
+  evtctl bench ingest --node 127.0.0.1:7480 --producers 16 --mode structured`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -439,7 +440,8 @@ Each poller takes an open file in this process: the soft limit is raised to the 
 and the bench says which limit stops it and how to raise it when the pollers do not fit.`,
 		Example: `  evtctl bench pollers --embedded
   evtctl bench pollers --node http://127.0.0.1:7480 --pollers 5000 --rounds 10
-  evtctl bench pollers --node http://tendermint:26657 --metrics-url http://tendermint:26660/metrics -q "tm.event = 'NewBlock'"`,
+  evtctl bench pollers --node http://tendermint:26657 \
+      --metrics-url http://tendermint:26660/metrics -q "tm.event = 'NewBlock'"`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -905,7 +907,7 @@ directory unless --memory, keeping the newest 256 MiB of events) that requires a
 token, chosen for the run, and keeps reads open, as the tokenless attack needs. With --node give --ingest-token if the node wants one.`,
 		Example: `  evtctl bench attack --embedded
   evtctl bench attack --embedded --memory --attacks scans --phase 10s
-  evtctl bench attack --node http://127.0.0.1:7480 --ingest-token "$TOKEN" -o json`,
+  evtctl bench attack --node 127.0.0.1:7480 --ingest-token "$TOKEN" -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {

@@ -42,7 +42,8 @@ plain go-redis client:
 key must not exist; it is deleted afterwards unless --keep); --entries 0 replays the stream
 as it is. The latency stream is KEY:latency, new and deleted afterwards.`,
 		Example: `  redis-server --port 6379 --save '' --appendonly no &
-  evtctl bench redis --redis redis://127.0.0.1:6379/0/bench --entries 1000000 --runs 3`,
+  evtctl bench redis --redis redis://127.0.0.1:6379/0/bench \
+      --entries 1000000 --runs 3`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {

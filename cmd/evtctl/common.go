@@ -50,7 +50,7 @@ type heldNotes struct {
 
 func (o *nodeOptions) addFlags(f *pflag.FlagSet) {
 	o.flags = f
-	f.StringVar(&o.Node, "node", "", "node URL or host:port, or a Kafka topic kafka://BROKER[,BROKER…]/TOPIC[?OPTION=VALUE&…] (default $EVTCTL_NODE, the current context's, else http://"+defaultListen+")")
+	f.StringVar(&o.Node, "node", "", "the log to read: a node's URL or host:port (evtctl, Tendermint, CometBFT), a Kafka topic kafka://…/TOPIC or a Redis stream redis://…/STREAM (default $EVTCTL_NODE, the current context's, else http://"+defaultListen+")")
 	f.StringVar(&o.Token, "token", "", "bearer token for the node (default $EVTCTL_TOKEN, or the context's)")
 	f.StringVar(&o.CAFile, "ca-file", "", "PEM file of certificate authorities to trust for https (default $EVTCTL_CA_FILE, or the context's)")
 	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the node's TLS certificate (default $EVTCTL_INSECURE, or the context's)")

@@ -39,7 +39,8 @@ context add --option NAME=VALUE); a context's options are used only for its own 
 
 Contexts are kept in ` + configPathHelp() + `, readable by its owner
 only. Tokens and passwords are never printed back.`,
-		Example: `  evtctl context add prod --node https://events.example.com --token-stdin < prod.token --use
+		Example: `  evtctl context add prod --node https://events.example.com --use \
+      --token-stdin < prod.token
   evtctl context add local --node 127.0.0.1:7480
   evtctl context list
   evtctl tail --context local`,
@@ -117,10 +118,12 @@ A Kafka topic (--node kafka://BROKER[,BROKER…]/TOPIC) takes its options by the
 Kafka tools give them: --option security.protocol=SASL_SSL --option sasl.mechanism=SCRAM-SHA-512
 --option sasl.username=NAME, and --option-stdin sasl.password reads the password from the first
 line of standard input. Options written in a --node address win over the context's.`,
-		Example: `  evtctl context add prod --node https://events.example.com --token-stdin < prod.token
-  evtctl context add bus --node kafka://kafka-1:9092,kafka-2:9092/openedx-learning \
-      --option security.protocol=SASL_SSL --option sasl.mechanism=SCRAM-SHA-512 \
-      --option sasl.username=evtctl --option-stdin sasl.password < kafka.password`,
+		Example: `  evtctl context add prod --node https://events.example.com \
+      --token-stdin < prod.token
+  evtctl context add bus --node kafka://k1:9092,k2:9092/openedx-learning \
+      --option security.protocol=SASL_SSL \
+      --option sasl.mechanism=SCRAM-SHA-512 --option sasl.username=evtctl \
+      --option-stdin sasl.password < kafka.password`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("context add takes one name, got %d arguments", len(args))

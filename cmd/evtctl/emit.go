@@ -89,12 +89,9 @@ Templates in --type, --source, --id, --subject, --data and --ext values see {{.S
 and the helpers {{uuid}}, {{now}}, {{randInt 1 100}} and {{randChoice "a" "b"}}.
 
 The lines of --file go to a node in batches (batch mode): as many events as fit in 1 MiB, at
-most 4,096 (--batch-size N: N), in the file's order. An evtctl node that keeps the order of
-batches in flight gets the next batch before its reply to the one before (two in flight);
-another receiver gets one request at a time. When the input pauses (a slow producer on stdin or another pipe), what was
-read goes within 50 ms. A line must hold one JSON object; the node checks the rest, and when it refuses an
-event, the events before it are sent and the error names its line. A batch whose answer was
-lost is sent again, and the node answers its events as repeats: nothing is stored twice.
+most 4,096 (--batch-size N: N), in the file's order. When the input pauses (a slow producer
+on stdin or another pipe), what was read goes within 50 ms. A line must hold one JSON object;
+the node checks the rest.
 
 Other events, and --file to another receiver (--to) or with --spool, go one per request in
 structured mode, which keeps the types of extensions (minorversion an integer, pii a boolean);
@@ -104,12 +101,6 @@ not decode header values (they would read hello%20world): send them structured m
 mode with --header-encoding raw, which sends values as they are and refuses a value that
 cannot go in a header unencoded (non-ASCII, a control character, a space at either end).
 
-Delivery follows the CloudEvents webhook rules: transport errors, timeouts and 500, 502, 503,
-504 and 429 are retried with backoff (--max-attempts), after the receiver's Retry-After when it
-gives one; any other reply is final and the receiver's reason is printed; 410 Gone stops. 307
-and 308 redirects are followed (at most 5); the token and the -H headers are not sent on to
-another origin, and a redirect from https to http is refused.
-
 --to redis://HOST:PORT/DB/STREAM (rediss:// for TLS; a password in the address or in
 --token) adds each event to a Redis stream as an entry, as the Open edX event bus writes one:
 fields type, id, source, time, minorversion, sourcehost and sourcelib, the event's other
@@ -117,17 +108,19 @@ attributes, then event_data, its data as bytes; --batch-size of them (default 10
 transaction, or one at a time with --rate. evtctl tail and replay read such entries back as
 the events.
 
-With --spool DIR every event is written durably to DIR before any is sent, and taken out once
-delivered: an interrupted emit or a node that is down loses nothing, and the last message says
-how many events wait; --flush DIR sends them (and what earlier runs left, which a --spool run
-also sends first). Events the receiver refuses for themselves (400, 413, 422) go to
-DIR/dead-letter.jsonl and the others are still sent; any other failure stops the run. Ids stay
-the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
-		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders --data '{"total": 12.5}'
-  evtctl emit --count 1000 --rate 200 --type org.example.load.sample.generated.v1 --source https://load.example.com/ --data '{"n": {{.Seq}}}'
+Failed requests are retried with backoff (--max-attempts); with --spool DIR every event is
+kept on disk until it is delivered, and --flush DIR sends what waits. How replies, retries,
+order, repeats and the spool's dead letters work: evtctl help delivery.`,
+		Example: `  evtctl emit --type org.example.shop.order.purchased.v1 \
+      --source https://shop.example.com/orders --data '{"total": 12.5}'
+  evtctl emit --count 1000 --rate 200 --source https://load.example.com/ \
+      --type org.example.load.sample.generated.v1 --data '{"n": {{.Seq}}}'
   evtctl emit --file events.jsonl --mode batch --batch-size 500
-  evtctl emit --to http://localhost:8080/webhook --mode structured --type org.example.hook.test.sent.v1 --source https://ops.example.com/
-  evtctl emit --spool ./outbox --count 100 --type org.example.shop.order.purchased.v1 --source https://shop.example.com/orders; evtctl emit --flush ./outbox`,
+  evtctl emit --to http://localhost:8080/webhook --mode structured \
+      --type org.example.hook.test.sent.v1 --source https://ops.example.com/
+  evtctl emit --spool ./outbox --count 100 --source https://shop.example.com/ \
+      --type org.example.shop.order.purchased.v1
+  evtctl emit --flush ./outbox`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -138,8 +131,8 @@ the same on resend, so an evtctl node acknowledges repeats as duplicates.`,
 	}
 	f := cmd.Flags()
 	opts.node.addFlags(f)
-	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver instead of a node, or write to a Kafka topic (kafka://BROKER[,BROKER…]/TOPIC) or a Redis stream (redis://HOST:PORT/DB/STREAM)")
-	f.StringVar(&opts.Type, "type", "", "event type, e.g. org.openedx.learning.course.enrollment.created.v1")
+	f.StringVar(&opts.To, "to", "", "send to this CloudEvents HTTP receiver instead of a node, or write to a Kafka topic (kafka://…/TOPIC) or a Redis stream (redis://…/STREAM)")
+	f.StringVar(&opts.Type, "type", "", "event type, e.g. org.example.shop.order.purchased.v1")
 	f.StringVar(&opts.Source, "source", "", "event source (URI-reference), e.g. /openedx/lms/web")
 	f.StringVar(&opts.ID, "id", "", "event id (default: a new UUID1 per event)")
 	f.StringVar(&opts.Subject, "subject", "", "event subject")

@@ -58,43 +58,28 @@ func newCmdForward(streams *iostreams.IOStreams) *cobra.Command {
 	opts := &forwardOptions{streams: streams}
 	cmd := &cobra.Command{
 		Use:   "forward --to URL",
-		Short: "Deliver a node's events to a webhook, with retries and a checkpoint",
+		Short: "Deliver a node's events to a webhook with retries and a checkpoint",
 		Long: `Follow a node's log and POST each matching event to a webhook as a CloudEvent (binary
 mode by default), one request per event.
 
-2xx delivers an event. 500, 502, 503, 504, 429, transport failures and timeouts are retried:
-the event moves to the next retry tier (--retry-delays), kept in a durable store, and is tried
-again once that tier's delay (or the receiver's Retry-After, when later) has passed. Events
-waiting for a retry never hold up new ones; at most --concurrency deliveries are in flight.
-After the last tier or --max-attempts the event is dead-lettered, as is an event answered
-with any other 4xx. A 429 with Retry-After pauses every delivery for that long. 307 and 308
-redirects are followed with the same method and body (at most 5); on a redirect to another
-origin, Authorization, Cookie, the -H headers and the signature are not sent on, and a
-redirect from https to http is not followed (the event is dead-lettered). 410 Gone
-stops forwarding for good: it is recorded, and forward refuses to start again until the
-record is removed. A receiver that has not answered in the run and cannot be reached at all
-(nothing listening, no such host, TLS that does not fit) stops forward at once, exit 1, as it
-stops emit; the event is left for the next run.
-
-With --checkpoint FILE (or --state DIR) forward resumes where it stopped. The checkpoint only
-moves past events that were delivered, dead-lettered or stored for a retry, and every outcome
-is on disk before its delivery slot is freed: after a crash or kill -9, the only events sent
-again are those whose delivery was in flight (at most --concurrency). Each request carries the
-event's id (ce-id, or webhook-id when signing), so the receiver can drop repeats.
+2xx delivers an event. A failed delivery is retried in tiers (--retry-delays), kept in a
+durable store meanwhile, without holding up new events; an event given up on goes to a
+dead-letter file. With --checkpoint FILE (or --state DIR) forward resumes where it stopped;
+after a crash the events in flight are sent again, each with its id, so that the receiver can
+drop repeats. How replies, retries, order, dead letters and the checkpoint work: evtctl help
+delivery.
 
 Binary mode percent-encodes ce- header values as the HTTP binding requires. Receivers built
 on the CloudEvents Go SDK v2 and the conformance tool's listener do not decode them (they
 would read hello%20world): use --mode structured, or --header-encoding raw, which sends values
 as they are and dead-letters an event with a value that cannot go in a header unencoded
-(non-ASCII, a control character, a space at either end).
-
-State: DIR (default FILE.state) holds the retry journal, the 410 record and a lock; the
-checkpoint defaults to DIR/checkpoint and dead letters to DIR/dead-letter.jsonl.`,
+(non-ASCII, a control character, a space at either end).`,
 		Example: `  evtctl forward --to http://localhost:8080/hook --checkpoint hook.json
-  evtctl forward --to https://example.com/events --type 'org.openedx.#' --from start \
-      --checkpoint hook.json --concurrency 16 --secret "$WEBHOOK_SECRET"
-  evtctl forward --to localhost:8080/hook --retry-delays 1s,10s,1m --max-attempts 6 -o jsonl |
-      jq -c 'select(.result != "delivered")'`,
+  evtctl forward --to https://example.com/events --type 'org.openedx.#' \
+      --from start --checkpoint hook.json --concurrency 16 \
+      --secret "$WEBHOOK_SECRET"
+  evtctl forward --to localhost:8080/hook --retry-delays 1s,10s,1m \
+      --max-attempts 6 -o jsonl | jq -c 'select(.result != "delivered")'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {

@@ -16,7 +16,7 @@ import (
 func newCmdHelp() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command | topic]",
-		Short: "Help about any command, and the topics " + strings.Join(topicNames(), ", "),
+		Short: "Help about any command, and the help topics",
 		Long: `Help about any command, and about the topics:
 
 ` + topicList() + `
@@ -168,14 +168,7 @@ var helpTopics = []helpTopic{
 	{"query", "The filter language of --query (-q) and --type", queryHelp},
 	{"environment", "The environment variables evtctl reads", environmentHelp},
 	{"exit-codes", "What evtctl's exit statuses mean", exitCodesHelp},
-}
-
-func topicNames() []string {
-	names := make([]string, len(helpTopics))
-	for i, t := range helpTopics {
-		names[i] = t.name
-	}
-	return names
+	{"delivery", "How emit and forward deliver: retries, order, dead letters", deliveryHelp},
 }
 
 func topicList() string {
@@ -221,33 +214,36 @@ Combining
                                     upper case.
 
 Tags
-  A CloudEvent's attributes by name (id, source, type, subject, time, datacontenttype,
-  dataschema, specversion), its extensions by name (minorversion, pii, ...), and data.PATH
-  into JSON data (data.user.id, data.items.0.sku). tm.event is the type, so Tendermint
-  queries work. A JSON array matches when any element does; null is absent.
+  A CloudEvent's attributes by name (id, source, type, subject, time,
+  datacontenttype, dataschema, specversion), its extensions by name
+  (minorversion, pii, ...), and data.PATH into JSON data (data.user.id,
+  data.items.0.sku). tm.event is the type, so Tendermint queries work. A
+  JSON array matches when any element does; null is absent.
 
-  A number compares numerically: text is read by its leading number, as Tendermint does
-  ("8stake" is 8). A value that cannot be read as the operand's kind does not match. DATE
-  also matches timestamps, by their UTC day: time = DATE 2026-11-22 means "on that day".
+  A number compares numerically: text is read by its leading number, as
+  Tendermint does ("8stake" is 8). A value that cannot be read as the
+  operand's kind does not match. DATE also matches timestamps, by their UTC
+  day: time = DATE 2026-11-22 means "on that day".
 
 --type PATTERN is short for type MATCHES 'PATTERN', joined to --query with AND.
 
 Against a Tendermint node
-  A Tendermint node takes only conditions joined by AND: no OR, NOT, parentheses or
-  MATCHES (so no --type), and not a query of white space alone. Once evtctl has learned from
-  the node's first reply that it is one, such a query is refused before it is sent, with
-  exit status 2 and a caret under the offending byte.
+  A Tendermint node takes only conditions joined by AND: no OR, NOT,
+  parentheses or MATCHES (so no --type), and not a query of white space
+  alone. Once evtctl has learned from the node's first reply that it is one,
+  such a query is refused before it is sent, with exit status 2 and a caret
+  under the offending byte.
 
 Limits
-  A query is at most %d bytes long, has at most %d conditions and nests parentheses and
-  NOT at most %d deep. A Tendermint node takes at most 512 bytes for a subscription, so
-  every such query fits.
+  A query is at most %d bytes long, has at most %d conditions and nests
+  parentheses and NOT at most %d deep. A Tendermint node takes at most 512
+  bytes for a subscription, so every such query fits.
 
 Errors
-  A syntax error is a usage error (exit status 2) that names the byte offset and shows the
-  query with a caret under it. For a query in Tendermint's own language the message is the
-  one a Tendermint node gives, e.g. "offset 11: got tag, wanted number, timestamp,
-  datestamp or string".`, filter.MaxQueryBytes, filter.MaxConditions, filter.MaxDepth)
+  A syntax error is a usage error (exit status 2) that names the byte offset
+  and shows the query with a caret under it. For a query in Tendermint's own
+  language the message is the one a Tendermint node gives, e.g. "offset 11:
+  got tag, wanted number, timestamp, datestamp or string".`, filter.MaxQueryBytes, filter.MaxConditions, filter.MaxDepth)
 
 const environmentHelp = `evtctl reads these variables. A flag given on the command line wins over its variable;
 a variable wins over the context (see evtctl context --help).
@@ -285,8 +281,8 @@ Tokens and secrets given in the environment stay out of process listings and the
 history.
 
 Others
-  COLUMNS                the width -o pretty fits its lines to when the terminal does not
-                         say (80 without either)
+  COLUMNS                the width -o pretty and --help fit their lines to when the
+                         terminal does not say (80 without either)
   EVTCTL_FORCE_TTY       write to stdout as to a terminal even when it is not (1); a number
                          is also the width to fit (EVTCTL_FORCE_TTY=100)
   NO_COLOR               set (to anything): no colour in output
@@ -312,3 +308,79 @@ const exitCodesHelp = `evtctl exits with one of these statuses:
   5    with --on-gap fail: the node restarted and its log starts again (a Tendermint node,
        whose log lives in memory)
   130  interrupted (Ctrl-C or SIGTERM)`
+
+const deliveryHelp = `emit and forward send CloudEvents over HTTP and answer the receiver's replies in the
+same way (the CloudEvents webhook rules). Delivery is at least once: an event whose answer
+may have been lost is sent again, so a receiver can get it twice. Each request carries the
+event's id (ce-id, or webhook-id when forward signs), the same on every resend: an evtctl
+node answers a repeat as a duplicate and stores nothing twice, and any receiver can drop
+repeats by it.
+
+Replies
+  2xx           delivered
+  retried       429, 500, 502, 503 and 504, transport errors and timeouts: tried again
+                with backoff, no sooner than the receiver's Retry-After (capped at 1 h)
+  410 Gone      stops: emit ends the run; forward stops for good, records it in
+                DIR/gone.json and refuses to start again until that file is removed
+  other         any other reply is final, and the receiver's reason is printed
+  unreachable   a receiver that has not answered in the run and cannot be reached at
+                all (nothing listening, no such host, TLS that does not fit) stops the
+                run at once, exit 1, leaving the event for the next run; once it has
+                answered, such failures are retried like the others
+  redirects     307 and 308 are followed with the same method and body (at most 5); a
+                301, 302 or 303 is not. On a redirect to another origin the token,
+                Authorization, cookies, the -H headers and the signature are not sent
+                on; a redirect from https to http is refused (forward dead-letters the
+                event)
+
+emit
+  retries       each request is tried up to --max-attempts times (default 10), each
+                attempt within --timeout
+  order         with --concurrency 1 (the default) events arrive in order; above 1 they
+                may not. The lines of --file go to a node in batches, in the file's
+                order: an evtctl node that keeps the order of batches in flight gets
+                the next batch before its reply to the one before
+  batches       a batch whose answer was lost is sent again, and the node answers its
+                events as repeats. When the node refuses an event of a batch, the events
+                before it are sent, the run stops and the error names its line
+  refusals      without --spool, a final failure stops the run: the message names the
+                event and says how many were delivered and how many were not sent
+  spool         with --spool DIR every event is written durably to DIR before any is
+                sent, and taken out once delivered: an interrupted emit or a node that
+                is down loses nothing, and the last message says how many events wait.
+                --flush DIR sends them (a --spool run also sends first what earlier
+                runs left). A kill -9 resends at most the events of the entries that
+                were in flight
+  dead letters  with --spool, events the receiver refuses for themselves (400, 413,
+                422) go to DIR/dead-letter.jsonl and the others are still sent; any
+                other final failure stops the run and leaves the rest in the spool
+  signals       --signal retries only 500, 503 and 504, as the Evented API asks
+
+forward
+  retries       a failed event moves to the next retry tier (--retry-delays, default
+                10s,1m,10m,1h), kept in a durable store, and is tried again once that
+                tier's delay, or the receiver's Retry-After when later, has passed; past
+                the last tier the last delay repeats up to --max-attempts. A 429 with
+                Retry-After pauses every delivery for that long
+  order         events waiting for a retry never hold up new ones, and at most
+                --concurrency deliveries are in flight, so an event may arrive after
+                later ones. --ordered delivers strictly in log order, one at a time,
+                waiting for a failing event's retries
+  dead letters  after the last attempt, or on any other 4xx or 5xx, or a redirect it
+                does not follow, the event is given up on: written as a JSON line (with
+                status, reason, attempts and the event) to DIR/dead-letter.jsonl or
+                --dead-letter FILE. With --until-caught-up, --fail-on-dead-letter
+                exits 1 when any event of the run was dead-lettered
+  checkpoint    with --checkpoint FILE (or --state DIR) forward resumes where it
+                stopped. The checkpoint only moves past events that were delivered,
+                dead-lettered or stored for a retry, and every outcome is on disk
+                before its delivery slot is freed: after a crash or kill -9, the only
+                events sent again are those whose delivery was in flight (at most
+                --concurrency)
+  state         DIR (default FILE.state beside the checkpoint) holds the retry
+                journal, the 410 record and a lock; the checkpoint defaults to
+                DIR/checkpoint and dead letters to DIR/dead-letter.jsonl. Without
+                either, nothing survives a restart
+  sync          --sync always (the default) fsyncs every outcome; --sync checkpoint
+                only before each checkpoint: faster, and it survives kill -9, but a
+                power loss may repeat recent deliveries`

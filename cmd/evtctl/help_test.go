@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mattn/go-runewidth"
+	"github.com/spf13/cobra"
 )
 
 // readVariables returns the environment variables the module's code reads by name
@@ -98,5 +102,101 @@ func TestHelpEnvironmentCoversEveryVariable(t *testing.T) {
 	}
 	if len(documented) < 10 {
 		t.Fatalf("found only %d variables in the help text: %v", len(documented), documented)
+	}
+}
+
+// helpAt returns what `evtctl ARGS` writes to stdout when stdout is a terminal width
+// columns wide, or (width 0) not a terminal.
+func helpAt(t *testing.T, width int, args ...string) string {
+	t.Helper()
+	streams, _, out, errOut := testStreams()
+	if width > 0 {
+		streams.SetTTY(false, true, false)
+		streams.SetTerminalWidth(width)
+	}
+	if code := execute(context.Background(), streams, nil, args); code != 0 {
+		t.Fatalf("evtctl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out.String()
+}
+
+// everyHelp returns the command line of the help of every command and help topic,
+// hidden ones too.
+func everyHelp() [][]string {
+	var lines [][]string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(c.CommandPath())[1:]
+		if c.IsAdditionalHelpTopicCommand() {
+			lines = append(lines, append([]string{"help"}, path...))
+		} else {
+			lines = append(lines, append(path, "--help"))
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	streams, _, _, _ := testStreams()
+	walk(newRootCmd(streams))
+	return lines
+}
+
+// widest returns the widest line of text and its width in columns.
+func widest(text string) (string, int) {
+	var line string
+	n := -1
+	for _, l := range strings.Split(text, "\n") {
+		if w := runewidth.StringWidth(l); w > n {
+			line, n = l, w
+		}
+	}
+	return line, n
+}
+
+// No line of any command's or help topic's help is wider than the terminal at 80 columns,
+// nor wider than 80 when stdout is not a terminal.
+func TestHelpFitsEightyColumns(t *testing.T) {
+	t.Parallel()
+	all := everyHelp()
+	if len(all) < 20 {
+		t.Fatalf("found only %d commands and topics: %v", len(all), all)
+	}
+	for _, args := range all {
+		for _, width := range []int{0, 80} {
+			help := helpAt(t, width, args...)
+			if !strings.Contains(help, "\n") {
+				t.Errorf("evtctl %s: no help:\n%s", strings.Join(args, " "), help)
+			}
+			if l, w := widest(help); w > 80 {
+				t.Errorf("evtctl %s (terminal width %d): a line of %d columns:\n%s", strings.Join(args, " "), width, w, l)
+			}
+		}
+	}
+}
+
+// On a wide terminal the flags' usages use its width (and stay within it), and prose is
+// reflowed to it.
+func TestHelpUsesAWideTerminal(t *testing.T) {
+	t.Parallel()
+	narrow := helpAt(t, 80, "emit", "--help")
+	wide := helpAt(t, 120, "emit", "--help")
+	if l, w := widest(wide); w > 120 || w <= 100 {
+		t.Errorf("at 120 columns the widest line is %d columns:\n%s", w, l)
+	}
+	_, narrowFlags, _ := strings.Cut(narrow, "\nFlags:\n")
+	_, wideFlags, _ := strings.Cut(wide, "\nFlags:\n")
+	if n, w := strings.Count(narrowFlags, "\n"), strings.Count(wideFlags, "\n"); w >= n || w == 0 {
+		t.Errorf("emit's flags take %d lines at 120 columns and %d at 80", w, n)
+	}
+	if !strings.Contains(wideFlags, "--header-encoding string") {
+		t.Errorf("no --header-encoding in:\n%s", wideFlags)
+	}
+	// Other widths: the flags fit the terminal.
+	for _, width := range []int{60, 100} {
+		help := helpAt(t, width, "tail", "--help")
+		_, flags, _ := strings.Cut(help, "\nFlags:\n")
+		if l, w := widest(flags); w > width {
+			t.Errorf("tail's flags at %d columns: a line of %d:\n%s", width, w, l)
+		}
 	}
 }

@@ -122,7 +122,8 @@ func needTmux(t *testing.T) {
 // reverse-DNS names (org.openedx.learning.course.enrollment.created.v1), and checks each
 // screen testdata/tmux/tui_widths.sh saved: every line fits the width (wrapped lines are
 // joined when captured, so one that wrapped shows as too long), the status bar is the last
-// line alone, and each row's type cell shows the end of its type, where types differ.
+// line alone, and each row's type cell shows the end of its type, where types differ; the
+// help screen (?) shows every key down to q, which quits.
 func TestInteractiveWidthsTmux(t *testing.T) {
 	t.Parallel()
 	needTmux(t)
@@ -150,7 +151,7 @@ func TestInteractiveWidthsTmux(t *testing.T) {
 	typeCell := regexp.MustCompile(`^(?:  |▶ )\d\d:\d\d:\d\d\.\d{3} (?:org\.openedx\.[a-z.]+|…[a-z.]*)\.v1 `)
 	const height = 30
 	for _, width := range []int{80, 120} {
-		for _, name := range []string{"tail", "tail-paused", "tail-query", "replay"} {
+		for _, name := range []string{"tail", "tail-paused", "tail-query", "replay", "help"} {
 			file := fmt.Sprintf("%s-%d.txt", name, width)
 			b, err := os.ReadFile(filepath.Join(work, "screens", file))
 			if err != nil {
@@ -174,10 +175,14 @@ func TestInteractiveWidthsTmux(t *testing.T) {
 					}
 				}
 			}
-			if rows < 5 {
+			switch {
+			case name == "help":
+				if !regexp.MustCompile(`(?m)^  q ctrl\+c +quit, restoring the terminal`).MatchString(screen) {
+					problems = append(problems, "no q to quit")
+				}
+			case rows < 5:
 				problems = append(problems, fmt.Sprintf("%d rows of events", rows))
-			}
-			if !strings.Contains(screen, "enrollment.created.v1") {
+			case !strings.Contains(screen, "enrollment.created.v1"):
 				problems = append(problems, "no type ends in enrollment.created.v1")
 			}
 			last := lines[len(lines)-1]

@@ -41,7 +41,8 @@ event given inline; with no argument, stdin is read. Exit status 1 when any erro
 warnings alone exit 0. --rules lists the rules, their IDs and severities.`,
 		Example: `  evtctl lint events.jsonl
   evtctl replay --since 1h -o ce | evtctl lint
-  evtctl lint '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}' -o json
+  evtctl lint -o json \
+      '{"specversion":"1.0","id":"1","source":"/s","type":"Bad.Type"}'
   evtctl lint --rules`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.JQ.implyJSON(&opts.Output, cmd.Flags().Changed("output"), "json"); err != nil {

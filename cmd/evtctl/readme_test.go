@@ -134,6 +134,7 @@ func TestEmitExamplesPassLint(t *testing.T) {
 	_, help, _ := runCLI(t, "emit", "--help")
 	_, ex, _ := strings.Cut(help, "Examples:")
 	ex, _, _ = strings.Cut(ex, "Flags:")
+	ex = strings.ReplaceAll(ex, "\\\n", " ") // continued lines
 	for _, line := range strings.Split(ex, "\n") {
 		for _, part := range strings.Split(line, ";") {
 			if i := strings.Index(part, "evtctl emit "); i >= 0 {

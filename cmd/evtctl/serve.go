@@ -131,8 +131,10 @@ of process listings; a NATS password or token in EVTCTL_NATS_PASSWORD or EVTCTL_
   evtctl serve --memory --listen 127.0.0.1:0 --addr-file node.addr
   evtctl serve --window 72h --max-bytes 10GiB --ingest-token "$TOKEN"
   evtctl serve --verify --data-dir /var/lib/evtctl
-  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --nats-replicas 3 --nats-creds evtctl.creds
-  evtctl serve --store nats://nats1:4222 --nats-stream ORDERS --nats-manage-stream=false`,
+  evtctl serve --store nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 \
+      --nats-replicas 3 --nats-creds evtctl.creds
+  evtctl serve --store nats://nats1:4222 --nats-stream ORDERS \
+      --nats-manage-stream=false`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.Memory && cmd.Flags().Changed("data-dir") {

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/evtctl/evtctl/internal/wordwrap"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -181,21 +182,5 @@ func gapCause(g *client.Gap) string {
 
 // wrapWords breaks text into lines at most w cells wide, between words where it can.
 func wrapWords(c cells, text string, w int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		switch {
-		case line == "":
-			line = word
-		case c.width(line)+1+c.width(word) <= w:
-			line += " " + word
-		default:
-			lines = append(lines, line)
-			line = word
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
+	return wordwrap.Lines(text, w, c.width)
 }

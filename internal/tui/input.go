@@ -22,8 +22,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if k.Keystroke() == "ctrl+c" {
 		return m.quit()
 	}
-	if m.help {
-		m.help = false
+	if m.help.open {
+		if m.help.onKey(k, m.layout().body) {
+			return m.quit()
+		}
 		return nil
 	}
 	if m.prompt.active() {
@@ -36,7 +38,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, ks.Quit):
 		return m.quit()
 	case key.Matches(k, ks.Help):
-		m.help = true
+		m.help.show()
 	case key.Matches(k, ks.Back):
 		m.detail.back()
 	case key.Matches(k, ks.Filter):
@@ -94,8 +96,8 @@ func (m *Model) onPromptKey(k tea.KeyPressMsg) tea.Cmd {
 // no key elsewhere, though it closes the help as any key does.
 func (m *Model) onPaste(text string) {
 	switch {
-	case m.help:
-		m.help = false
+	case m.help.open:
+		m.help.close()
 	case m.prompt.active():
 		m.prompt.paste(text)
 	default:

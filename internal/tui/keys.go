@@ -30,7 +30,7 @@ func defaultKeys() keyMap {
 		WriteOne:   b([]string{"W"}, "W", "write the selected event to a file, as a JSON line"),
 		Copy:       b([]string{"c"}, "c", "copy the selected event's CloudEvent to the clipboard (OSC 52)"),
 		CopyCursor: b([]string{"C"}, "C", "copy the selected event's cursor to the clipboard (OSC 52)"),
-		Help:       b([]string{"?"}, "?", "this help; any key closes it"),
+		Help:       b([]string{"?"}, "?", "this help; q quits, arrows scroll it, other keys close it"),
 		Back:       b([]string{"esc"}, "esc", "back: close a prompt or the full-screen detail"),
 		Quit:       b([]string{"q", "ctrl+c"}, "q ctrl+c", "quit, restoring the terminal"),
 	}

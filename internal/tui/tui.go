@@ -68,7 +68,7 @@ const (
 	DefaultPageSize = 200
 )
 
-// Model is the UI: the top model, which holds the children and the help screen's switch.
+// Model is the UI: the top model, which holds the children.
 // Use New; it implements tea.Model with pointer receivers.
 type Model struct {
 	c      *common
@@ -76,7 +76,7 @@ type Model struct {
 	detail detailModel
 	prompt promptModel
 	conn   connModel
-	help   bool   // the help screen is shown
+	help   helpModel
 	pace   *pacer // spaces the stream's updates a frame apart
 }
 
@@ -109,6 +109,7 @@ func New(cfg Config) *Model {
 		detail: detailModel{c: c},
 		prompt: newPrompt(c),
 		conn:   connModel{c: c},
+		help:   helpModel{c: c},
 		pace:   &pacer{interval: cfg.FrameInterval},
 	}
 	m.conn.setFlash(cfg.Message, false)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -308,7 +310,7 @@ func TestHelpAndResize(t *testing.T) {
 	u := startUI(t, testConfig(f, newClock()))
 	u.waitFor("40 events", following(40))
 	u.keys("?")
-	s := u.waitFor("help", func(m *Model) bool { return m.help })
+	s := u.waitFor("help", func(m *Model) bool { return m.help.open })
 	u.golden("help", s)
 	for _, b := range defaultKeys().all() {
 		if !strings.Contains(s, b.Help().Desc) {
@@ -316,7 +318,7 @@ func TestHelpAndResize(t *testing.T) {
 		}
 	}
 	u.keys("x")
-	u.waitFor("help closed", func(m *Model) bool { return !m.help })
+	u.waitFor("help closed", func(m *Model) bool { return !m.help.open })
 	u.tm.Send(tea.WindowSizeMsg{Width: 64, Height: 16})
 	s = u.waitFor("resized", func(m *Model) bool { return m.c.width == 64 })
 	u.golden("narrow", s)
@@ -487,19 +489,85 @@ func TestNotesAndMessage(t *testing.T) {
 		t.Errorf("the line above the status bar is %q, want the message", got)
 	}
 	u.keys("?")
-	s = u.waitFor("help", func(m *Model) bool { return m.help })
+	s = u.waitFor("help", func(m *Model) bool { return m.help.open })
 	if !strings.HasPrefix(s, strings.Join(cfg.Notes, "\n")+"\n\nKeys\n") {
 		t.Errorf("the help screen does not open with the notes:\n%s", s)
 	}
-	// Short of room, the help drops its closing remarks, not the keys.
+	// Short of room, the help scrolls: the keys come first, down to quit; the remarks are below.
 	u.tm.Send(tea.WindowSizeMsg{Width: termW, Height: 25})
 	s = u.waitFor("a short help", func(m *Model) bool { return m.c.height == 25 })
 	if !strings.Contains(s, "quit, restoring the terminal") || strings.Contains(s, "A ⚠ row marks") {
 		t.Errorf("a short help screen:\n%s", s)
 	}
 	u.keys("x")
-	s = u.waitFor("help closed", func(m *Model) bool { return !m.help })
+	s = u.waitFor("help closed", func(m *Model) bool { return !m.help.open })
 	if strings.Contains(s, cfg.Message) {
 		t.Errorf("the message outlived a key:\n%s", s)
 	}
+}
+
+// demoNotes are notes as long as evtctl demo's: ten lines of commands to try.
+var demoNotes = []string{
+	"This demo's node runs in memory at http://127.0.0.1:41234 until the demo stops.",
+	"Try from another terminal:",
+	"",
+	"  evtctl tail --node http://127.0.0.1:41234 \\",
+	"    --type 'org.openedx.ecommerce.#' -o pretty",
+	"  evtctl replay --node http://127.0.0.1:41234 | jq -r .event | sort | uniq -c",
+	"  evtctl emit --node http://127.0.0.1:41234 \\",
+	"    --source https://lms.example.com/events/ \\",
+	"    --type org.openedx.learning.course.enrollment.created.v1 \\",
+	`    --data '{"user":{"id":1}}'`,
+}
+
+// At 80x24 a help screen taller than the screen scrolls, and shows how to quit whatever
+// part of it is in view; q quits from it.
+func TestHelpScrollsAtEightyByTwentyFour(t *testing.T) {
+	f := newFakeLog()
+	f.add(5, "")
+	cfg := testConfig(f, newClock())
+	cfg.Notes = demoNotes
+	u := startUI(t, cfg)
+	u.waitFor("5 events", following(5))
+	u.tm.Send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	u.waitFor("80x24", func(m *Model) bool { return m.c.width == 80 && m.c.height == 24 })
+	u.keys("?")
+	check := func(what, s string) {
+		t.Helper()
+		lines := strings.Split(s, "\n")
+		if len(lines) != 24 {
+			t.Errorf("%s: %d lines", what, len(lines))
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w > 80 {
+				t.Errorf("%s: line %d is %d columns: %q", what, i+1, w, l)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^  q\b.*quit`).MatchString(s) {
+			t.Errorf("%s: no q to quit on the screen:\n%s", what, s)
+		}
+	}
+	s := u.waitFor("help", func(m *Model) bool { return m.help.open })
+	check("the top", s)
+	if !strings.HasPrefix(s, demoNotes[0]) {
+		t.Errorf("the help does not start with the notes:\n%s", s)
+	}
+	u.keys("end")
+	s = u.waitFor("the end", func(m *Model) bool { return m.help.top > 0 })
+	check("the end", s)
+	for _, want := range []string{"quit, restoring the terminal", "lost before they were read."} {
+		if !strings.Contains(s, want) {
+			t.Errorf("scrolled to the end, the screen lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, demoNotes[0]) {
+		t.Errorf("scrolled to the end, the screen still shows the first note:\n%s", s)
+	}
+	u.keys("up", "pgup", "home")
+	s = u.waitFor("the top again", func(m *Model) bool { return m.help.top == 0 })
+	check("the top again", s)
+	u.keys("down")
+	u.waitFor("one line down", func(m *Model) bool { return m.help.top == 1 && m.help.open })
+	u.keys("q")
+	u.tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 }

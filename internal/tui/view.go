@@ -23,7 +23,7 @@ func (m *Model) layout() layout {
 	l.bottom = m.bottomLines()
 	l.body = max(m.c.height-1-len(l.bottom), 1) // the status bar takes one line
 	switch {
-	case m.help:
+	case m.help.open:
 	case m.detail.zoom:
 		l.detail = max(l.body-1, 1)
 	case l.body >= minDetail:
@@ -79,8 +79,8 @@ func (m *Model) screen() string {
 	r, ok := m.list.selected()
 	lines := make([]string, 0, height)
 	switch {
-	case m.help:
-		lines = append(lines, m.helpLines(l.body)...)
+	case m.help.open:
+		lines = append(lines, m.help.view(l.body)...)
 	case m.detail.zoom:
 		lines = append(lines, m.detail.rule(r, ok, l.detail))
 		lines = append(lines, m.detail.view(r, ok, l.detail)...)
@@ -105,38 +105,4 @@ func (m *Model) screen() string {
 		lines[i] = m.c.cells.clip(s, width)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// helpLines are the notes, if any, then every key, in h lines: short of room, the
-// closing remarks go first, then the blank line under the title, then what is below.
-func (m *Model) helpLines(h int) []string {
-	st := &m.c.st
-	var out []string
-	for _, n := range m.c.cfg.Notes {
-		out = append(out, clean(n))
-	}
-	if len(out) > 0 {
-		out = append(out, "")
-	}
-	keys := make([]string, 0, 20)
-	for _, b := range m.c.keys.all() {
-		hp := b.Help()
-		keys = append(keys, "  "+st.helpKey.Render(m.c.cells.fit(hp.Key, 13))+" "+st.helpDesc.Render(hp.Desc))
-	}
-	remarks := []string{"",
-		"  The list follows the head while its newest event is selected; moving up",
-		"  stops that, and end or G starts it again. A ⚠ row marks events the node",
-		"  lost before they were read."}
-	title := []string{st.helpTitle.Render("Keys"), ""}
-	if len(out)+len(title)+len(keys)+len(remarks) > h {
-		remarks = nil
-		if len(out)+len(title)+len(keys) > h {
-			title = title[:1]
-		}
-	}
-	out = append(append(append(out, title...), keys...), remarks...)
-	if len(out) > h {
-		out = out[:h]
-	}
-	return out
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Runs `evtctl demo` in a detached tmux session, as a user at a terminal would, and checks
-# that the commands to try from another terminal can be read while its terminal UI runs,
-# and work: the node they name answers them. Run by TestDemoTmux, which sets:
+# Runs `evtctl demo` in a detached tmux session of 80x24, as a user at a terminal would,
+# and checks that the commands to try from another terminal can be read while its terminal
+# UI runs, and work: the node they name answers them; and that the help screen, taller
+# than the terminal, scrolls and always shows how to quit. Run by TestDemoTmux, which sets:
 #
 #   EVTCTL  the evtctl binary (the test binary, with EVTCTL_TEST_AS_MAIN=1)
 #   WORK    an empty directory for the tmux socket
@@ -32,7 +33,7 @@ wait_for() {
 # The commands on the screen say evtctl; here that is the test binary.
 evtctl() { "$EVTCTL" "$@"; }
 
-t new-session -d -s ui -x 80 -y 30 -c "$WORK" \
+t new-session -d -s ui -x 80 -y 24 -c "$WORK" \
 	"env EVTCTL_TEST_AS_MAIN=1 '$EVTCTL' demo --rate 20 --seed 1; echo \"exit=\$?\" > '$WORK/status'; exec sleep 60"
 
 # The UI opens, and says where the commands are.
@@ -54,6 +55,17 @@ screen | sed -n '/evtctl emit --node/,/^[^\\]*$/p' >"$WORK/emit.sh"
 grep -q -- '--data' "$WORK/emit.sh" || fail "the emit command is cut: $(cat "$WORK/emit.sh")"
 (. "$WORK/emit.sh") >"$WORK/emit.out" 2>&1 || fail "the emit command shown failed: $(cat "$WORK/emit.out")"
 evtctl replay --node "$url" --limit 1 -o jsonl | grep -q '"event":"org.openedx.' || fail "the node does not answer replay"
+
+# The help is taller than 24 lines: its last line says how to quit and scroll, and the
+# end of it (the quit key, the remarks) is a key away.
+screen | tail -n 2 | head -n 1 | grep -q '^  q quit · .*scroll' || fail "the line above the status bar does not say how to quit"
+t send-keys -t ui End
+wait_for "lost before they were read."
+wait_for "q ctrl+c      quit, restoring the terminal"
+screen | grep -qF "Try from another terminal" && fail "scrolled to the end, the notes are still in view"
+screen | tail -n 2 | head -n 1 | grep -q '^  q quit · ' || fail "scrolled, the help does not say how to quit"
+t send-keys -t ui Home
+wait_for "Try from another terminal"
 
 # Any key closes the help; q ends the demo with status 0.
 t send-keys -t ui x

@@ -14,6 +14,7 @@
 #   tail         tail -i, following the head
 #   tail-paused  the same, paused (the longest status bar)
 #   tail-query   the same, with a long filter query applied
+#   help         the help screen (?)
 #   replay       replay -i, at the range's start
 set -eu
 : "${EVTCTL:?}" "${EVTCTL_NODE:?}" "${WORK:?}"
@@ -78,6 +79,10 @@ for width in 80 120; do
 	t send-keys -t ui Enter
 	wait_for "filter applied"
 	save tail-query
+
+	t send-keys -t ui '?'
+	wait_for "quit, restoring the terminal"
+	save help
 	t kill-session -t ui
 
 	open "$width" replay -i
