@@ -12,7 +12,7 @@ import (
 	"github.com/evtctl/evtctl/pkg/render"
 )
 
-// Exit statuses, documented in the README and in evtctl help exit-codes.
+// Exit statuses, documented in docs/exit-codes.md and in evtctl help exit-codes.
 const (
 	exitOK          = 0
 	exitError       = 1

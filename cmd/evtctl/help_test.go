@@ -68,7 +68,8 @@ func readVariables(t *testing.T) map[string]string {
 }
 
 // Every variable the code reads is in evtctl help environment, and every EVTCTL_ variable
-// there is read by the code; the README names each EVTCTL_ variable too.
+// there is read by the code; the manual's page of them (docs/environment.md) names each
+// EVTCTL_ variable too.
 func TestHelpEnvironmentCoversEveryVariable(t *testing.T) {
 	t.Parallel()
 	read := readVariables(t)
@@ -76,7 +77,7 @@ func TestHelpEnvironmentCoversEveryVariable(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^  ([A-Za-z_][A-Za-z0-9_]*) `).FindAllStringSubmatch(environmentHelp, -1) {
 		documented[m[1]] = true
 	}
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/environment.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +92,8 @@ func TestHelpEnvironmentCoversEveryVariable(t *testing.T) {
 		case name == "LocalAppData": // Windows' own, for serve's default directory: described with --data-dir
 		case !documented[name]:
 			t.Errorf("%s reads %s, which evtctl help environment does not describe", read[name], name)
-		case strings.HasPrefix(name, "EVTCTL_") && !strings.Contains(string(readme), name):
-			t.Errorf("%s reads %s, which the README does not name", read[name], name)
+		case strings.HasPrefix(name, "EVTCTL_") && !strings.Contains(string(page), name):
+			t.Errorf("%s reads %s, which docs/environment.md does not name", read[name], name)
 		}
 	}
 	for name := range documented {

@@ -105,18 +105,24 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 }
 
-// TestEmitExamplesPassLint: every `evtctl emit` example in the README and in `emit --help`
-// makes events that `evtctl lint` finds no error in, so that a user who copies one is not
-// told off by the project's own linter. The examples are run against a receiver that keeps
-// what it is sent, with --count 2 and no rate, and the events it got are linted.
+// TestEmitExamplesPassLint: every `evtctl emit` example in the README, the pages of docs/
+// and `emit --help` makes events that `evtctl lint` finds no error in, so that a user who
+// copies one is not told off by the project's own linter. The examples are run against a
+// receiver that keeps what it is sent, with --count 2 and no rate, and the events it got
+// are linted.
 func TestEmitExamplesPassLint(t *testing.T) {
 	t.Parallel()
 	var examples []string
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var all strings.Builder
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+		all.WriteByte('\n')
 	}
-	text := string(b)
+	text := all.String()
 	text = strings.ReplaceAll(text, "\\\n", " ") // continued lines
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.Trim(strings.TrimSpace(line), "`")

@@ -20,7 +20,7 @@ const (
 	TypePurchased     = "org.openedx.ecommerce.order.purchased.v1"
 )
 
-// Types lists the event types in the order the README names them.
+// Types lists the event types in the order docs/quick-start.md names them.
 var Types = []string{TypeCourseCreated, TypeCourseUpdated, TypeEnrolled, TypePurchased}
 
 const (

@@ -22,7 +22,7 @@ import (
 )
 
 // The differences between an evtctl node's `events` method and a Tendermint node's that
-// remain on purpose. TestAgainstTendermint checks each against both nodes, and the README's
+// remain on purpose. TestAgainstTendermint checks each against both nodes, and the manual's
 // section "evtctl and Tendermint" holds this table as it is.
 var deliberateDifferences = []struct {
 	key, tendermint, evtctl, why string
@@ -735,10 +735,10 @@ func send(t *testing.T, base string, c diffCase, vars *strings.Replacer) exchang
 	return e
 }
 
-// TestDifferencesInREADME checks that the README lists the deliberate differences as the
-// table above has them.
-func TestDifferencesInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDifferencesInDocs checks that the manual's Tendermint page (docs/tendermint.md) lists
+// the deliberate differences as the table above has them.
+func TestDifferencesInDocs(t *testing.T) {
+	page, err := os.ReadFile("../../docs/tendermint.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,7 +747,7 @@ func TestDifferencesInREADME(t *testing.T) {
 	for _, d := range deliberateDifferences {
 		fmt.Fprintf(&want, "| `%s` | %s | %s | %s |\n", d.key, d.tendermint, d.evtctl, d.why)
 	}
-	if !bytes.Contains(readme, []byte(want.String())) {
-		t.Fatalf("the README should hold the table of deliberate differences as it is here:\n%s", want.String())
+	if !bytes.Contains(page, []byte(want.String())) {
+		t.Fatalf("docs/tendermint.md should hold the table of deliberate differences as it is here:\n%s", want.String())
 	}
 }
