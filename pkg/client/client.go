@@ -180,9 +180,9 @@ func (c *Client) Later(a, b string) string {
 // cannot be one of the log's, as far as the source can tell without asking it.
 func (c *Client) CheckPosition(pos string) error {
 	src := c.Source()
-	if _, ok := src.(*eventsSource); ok && !c.Answered() && IsCursor(pos) {
+	if _, ok := src.(*eventsSource); ok && !c.Answered() && isDetectedCursor(pos) {
 		// The node has not answered yet: it may turn out to be read through another source
-		// (a CometBFT node at an http address), whose positions this may be.
+		// found behind an http address (a CometBFT node), whose positions this may be.
 		return nil
 	}
 	if pc, ok := src.(interface{ CheckPosition(string) error }); ok {

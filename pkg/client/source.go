@@ -190,6 +190,19 @@ func IsCursor(s string) bool {
 	return false
 }
 
+// isDetectedCursor reports whether s is a position of a log that may be found behind an
+// HTTP address that does not serve the events method (a driver with a Detector).
+func isDetectedCursor(s string) bool {
+	drivers.RLock()
+	defer drivers.RUnlock()
+	for _, d := range drivers.all {
+		if d.Detect != nil && d.IsCursor != nil && d.IsCursor(s) {
+			return true
+		}
+	}
+	return false
+}
+
 // driverFor returns the driver of a node address's scheme, or nil for http(s) and an
 // address without one.
 func driverFor(node string) (*Driver, string) {
