@@ -64,5 +64,9 @@ func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst
 // characters (U+0000-U+001F, U+007F-U+009F), surrogates or noncharacters.
 func ValidString(s string) bool { return checkString("", s) == nil }
 
+// EqualFold compares ASCII case-insensitively, as header names and media types are
+// compared: unlike strings.EqualFold, no Unicode folding lets "ſ" match "s".
+func EqualFold(a, b string) bool { return equalFold(a, b) }
+
 // ValidRune reports whether r may appear in a CloudEvents String.
 func ValidRune(r rune) bool { return badStringRune(r) == "" }

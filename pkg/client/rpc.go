@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -89,26 +90,34 @@ func newRPCNode(opts Options) (*rpcNode, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 16
-		tr.ReadBufferSize = 256 << 10 // replay pages run to megabytes: fewer, larger reads
-		tr.ResponseHeaderTimeout = 0  // long-polls hold the response; the request context bounds it
-		cfg, err := TLSConfig(opts.CAFile, opts.Insecure)
-		if err != nil {
+		if hc, err = HTTPClient(opts.CAFile, opts.Insecure, 16); err != nil {
 			return nil, err
 		}
-		tr.TLSClientConfig = cfg
-		hc = &http.Client{Transport: tr}
 	}
-	ua := opts.UserAgent
-	if ua == "" {
-		ua = "evtctl"
-	}
+	ua := cmp.Or(opts.UserAgent, "evtctl")
 	display := base
 	if u, err := url.Parse(base); err == nil {
 		display = u.Redacted()
 	}
 	return &rpcNode{endpoint: base + "/", base: display, token: opts.Token, ua: ua, hc: hc}, nil
+}
+
+// HTTPClient is the HTTP client of a log reached over HTTP: Go's default transport keeping
+// idle connections to the node for that many requests in flight, reading in large pieces
+// (pages run to megabytes), with no bound on waiting for a reply's headers (long-polls
+// hold them; a request's context bounds it), trusting as caFile and insecure say (see
+// TLSConfig).
+func HTTPClient(caFile string, insecure bool, idle int) (*http.Client, error) {
+	cfg, err := TLSConfig(caFile, insecure)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = idle
+	tr.ReadBufferSize = 256 << 10
+	tr.ResponseHeaderTimeout = 0
+	tr.TLSClientConfig = cfg
+	return &http.Client{Transport: tr}, nil
 }
 
 // TLSConfig trusts the CAs in caFile beside the system's (when given) or skips verification

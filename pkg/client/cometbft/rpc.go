@@ -2,6 +2,7 @@ package cometbft
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,20 +70,11 @@ func newRPC(opts Options) (*rpc, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = max(opts.Concurrency, DefaultConcurrency) + 4
-		tr.ReadBufferSize = 256 << 10
-		cfg, err := client.TLSConfig(opts.CAFile, opts.Insecure)
-		if err != nil {
+		if hc, err = client.HTTPClient(opts.CAFile, opts.Insecure, max(opts.Concurrency, DefaultConcurrency)+4); err != nil {
 			return nil, err
 		}
-		tr.TLSClientConfig = cfg
-		hc = &http.Client{Transport: tr}
 	}
-	ua := opts.UserAgent
-	if ua == "" {
-		ua = "evtctl"
-	}
+	ua := cmp.Or(opts.UserAgent, "evtctl")
 	display := base
 	u, err := url.Parse(base)
 	if err == nil {

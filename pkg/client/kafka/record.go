@@ -120,14 +120,14 @@ func (d *decoder) scan(r *kgo.Record) (h header) {
 				continue
 			}
 			d.attrs = append(d.attrs, cevent.Attr{Name: name, Key: k, Value: v})
-		case equalFold(k, "content-type"):
+		case cevent.EqualFold(k, "content-type"):
 			h.ctCount++
 			if !h.hasCT {
 				h.ct, h.hasCT = v, true
 			}
 		default:
 			for j, name := range bareExtensions {
-				if bare[j] == 0 && equalFold(k, name) {
+				if bare[j] == 0 && cevent.EqualFold(k, name) {
 					bare[j] = i + 1
 				}
 			}
@@ -268,7 +268,7 @@ func (d *decoder) intern(typ string, js []byte) string {
 // structured decodes a record in structured mode.
 func (d *decoder) structured(r *kgo.Record, m *matcher, h header) (built, bool) {
 	mt, _, _ := strings.Cut(h.ct, ";")
-	if h.hasCT && !equalFold(strings.TrimSpace(mt), mediaStructured) {
+	if h.hasCT && !cevent.EqualFold(strings.TrimSpace(mt), mediaStructured) {
 		return d.wrap(r, m, "content-type "+strconv.Quote(h.ct)+" is not supported: structured mode is read in "+mediaStructured)
 	}
 	if h.ctCount > 1 {
@@ -312,7 +312,7 @@ func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
 	attrs := d.wrapAttrs(r, why)
 	ct, hasCT := "", false
 	for _, h := range r.Headers {
-		if equalFold(h.Key, "content-type") {
+		if cevent.EqualFold(h.Key, "content-type") {
 			ct, hasCT = string(h.Value), true
 			break
 		}
@@ -467,7 +467,7 @@ func cleanText(s string) string {
 func isStructured(ct string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
 	mt = strings.TrimSpace(mt)
-	return len(mt) >= len("application/cloudevents") && equalFold(mt[:len("application/cloudevents")], "application/cloudevents")
+	return len(mt) >= len("application/cloudevents") && cevent.EqualFold(mt[:len("application/cloudevents")], "application/cloudevents")
 }
 
 // looksStructured reports whether v may be a CloudEvent in the JSON format.
@@ -602,26 +602,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
-}
-
-// equalFold compares ASCII case-insensitively (header names are ASCII).
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x >= 'A' && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if y >= 'A' && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 var errClosed = errors.New("kafka: the source is closed")
