@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/internal/bench"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
@@ -359,7 +360,7 @@ temporary directory unless --memory, acknowledging after fsync unless --sync non
 			}
 			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
 				return bench.Emit(ctx, bench.EmitConfig{Common: c, Events: opts.Events, EventSize: opts.EventSize, Runs: opts.Runs,
-					BatchBytes: defaultBatchBytes, BatchEvents: defaultBatchEvents, Emit: emitFile(c.Target)})
+					BatchBytes: emit.DefaultBatchBytes, BatchEvents: emit.DefaultBatchEvents, Emit: emitFile(c.Target)})
 			}, withNodeProcess())
 		},
 	}

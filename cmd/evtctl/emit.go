@@ -24,6 +24,7 @@ import (
 
 	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/eventgen"
 	"github.com/evtctl/evtctl/internal/iostreams"
@@ -361,7 +362,7 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 			r = f // closed at exit
 		}
 		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
+		sc.Buffer(make([]byte, 64<<10), emit.MaxLine)
 		line := 0
 		return func() ([]byte, int, error) {
 			for sc.Scan() {
@@ -450,14 +451,6 @@ func (o *emitOptions) readData(ctx context.Context) (string, error) {
 		return string(b), nil
 	}
 	return o.Data, nil
-}
-
-// emitResult is one line of emit's output.
-type emitResult struct {
-	ID        string `json:"id"`
-	Cursor    string `json:"cursor,omitempty"`
-	Duplicate bool   `json:"duplicate,omitempty"`
-	Status    int    `json:"status,omitempty"` // HTTP's; none for a Redis stream
 }
 
 // runSignals sends Evented API signals made from the flags.
@@ -605,7 +598,7 @@ func (e *emitter) report(events [][]byte, res []deliver.Result) error {
 		}
 		id := eventID(events[i])
 		if e.jsonOut {
-			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
+			b, _ := json.Marshal(emit.Ack{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
 			e.out.Write(append(b, '\n'))
 		} else {
 			line := "sent " + id

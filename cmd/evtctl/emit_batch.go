@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,149 +18,32 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/eventgen"
-	"github.com/evtctl/evtctl/internal/jsonspace"
 	"github.com/evtctl/evtctl/internal/lint"
 )
-
-// Batches, unless --batch-size says how many events go in one: as many events as fit in
-// defaultBatchBytes, at most defaultBatchEvents.
-const (
-	defaultBatchBytes  = 1 << 20
-	defaultBatchEvents = 4096
-	// batchLinger is how long an event read waits for more to join its batch when no more
-	// input is ready (a slow producer on stdin): then what was read is sent. A regular
-	// file is always ready: its batches are always full.
-	batchLinger = 50 * time.Millisecond
-	// readBlock is how much of --file is read at once.
-	readBlock = 256 << 10
-	// maxLine is the longest line of --file.
-	maxLine = 1 << 20
-)
-
-// batchSizing says when a batch is full.
-type batchSizing struct {
-	events int // at most this many events
-	bytes  int // when above 0: at most this many bytes of body, unless one event is larger
-}
 
 // sizing returns how batches are made: --batch-size events each, or as many as fit in
 // 1 MiB (at most 4,096). With --rate, a batch holds at most about 50 ms of events, so that
 // they still go evenly.
-func (o *emitOptions) sizing() batchSizing {
+func (o *emitOptions) sizing() emit.Sizing {
 	if o.BatchSize > 0 {
-		return batchSizing{events: o.BatchSize}
+		return emit.Sizing{Events: o.BatchSize}
 	}
-	s := batchSizing{events: defaultBatchEvents, bytes: defaultBatchBytes}
+	s := emit.Sizing{Events: emit.DefaultBatchEvents, Bytes: emit.DefaultBatchBytes}
 	if o.Rate > 0 {
-		s.events = min(s.events, max(1, int(math.Ceil(o.Rate/20))))
+		s.Events = min(s.Events, max(1, int(math.Ceil(o.Rate/20))))
 	}
 	return s
 }
 
-// idSpan is where an id is in a batch body.
-type idSpan struct{ start, end int }
-
-// outBatch is the events of one request, encoded as its body.
-type outBatch struct {
-	body   []byte   // '[' and the events, separated by ','; the ']' is added when it is sent
-	sealed bool     // body ends with the ']'
-	ends   []int    // where each event ends in body
-	ids    []idSpan // the text of each event's id in body, quotes included; empty when it has none
-	nums   []int    // each event's line of --file, or its number
-}
-
-func (b *outBatch) reset() {
-	b.body, b.sealed = append(b.body[:0], '['), false
-	b.ends, b.ids, b.nums = b.ends[:0], b.ids[:0], b.nums[:0]
-}
-
-func (b *outBatch) n() int { return len(b.ends) }
-
-// fits reports whether an event of size bytes fits in the batch.
-func (b *outBatch) fits(s batchSizing, size int) bool {
-	if b.n() == 0 {
-		return true
-	}
-	return b.n() < s.events && (s.bytes <= 0 || len(b.body)+1+size+1 <= s.bytes)
-}
-
-// full reports whether no further event fits.
-func (b *outBatch) full(s batchSizing) bool {
-	return b.n() >= s.events || s.bytes > 0 && len(b.body)+3 > s.bytes
-}
-
-// add appends an event, whose id Inspect found in l.
-func (b *outBatch) add(ev []byte, l eventgen.Line, num int) {
-	if b.n() > 0 {
-		b.body = append(b.body, ',')
-	}
-	start := len(b.body)
-	b.body = append(b.body, ev...)
-	id := idSpan{}
-	if l.ID != nil {
-		id = idSpan{start + l.IDAt, start + l.IDAt + len(l.ID)}
-	}
-	b.ends, b.ids, b.nums = append(b.ends, len(b.body)), append(b.ids, id), append(b.nums, num)
-}
-
-// event returns event i.
-func (b *outBatch) event(i int) []byte {
-	start := 1
-	if i > 0 {
-		start = b.ends[i-1] + 1
-	}
-	return b.body[start:b.ends[i]]
-}
-
-// request returns the body of a request with events lo to hi-1.
-func (b *outBatch) request(lo, hi int) []byte {
-	if lo == 0 && hi == b.n() {
-		if !b.sealed {
-			b.body, b.sealed = append(b.body, ']'), true
-		}
-		return b.body
-	}
-	body := make([]byte, 0, b.ends[hi-1]-b.ends[lo]+2)
-	body = append(body, '[')
-	for i := lo; i < hi; i++ {
-		if i > lo {
-			body = append(body, ',')
-		}
-		body = append(body, b.event(i)...)
-	}
-	return append(body, ']')
-}
-
-// part returns events lo to hi-1 and their numbers, for messages.
-func (b *outBatch) part(lo, hi int) batch {
+// batchPart returns events lo to hi-1 of b and their numbers, for messages.
+func batchPart(b *emit.Batch, lo, hi int) batch {
 	var p batch
 	for i := lo; i < hi; i++ {
-		p.events, p.nums = append(p.events, b.event(i)), append(p.nums, b.nums[i])
+		p.events, p.nums = append(p.events, b.Event(i)), append(p.nums, b.Num(i))
 	}
 	return p
-}
-
-// batchPool recycles batches, whose buffers are large.
-type batchPool chan *outBatch
-
-func (p batchPool) get() *outBatch {
-	select {
-	case b := <-p:
-		b.reset()
-		return b
-	default:
-		b := &outBatch{}
-		b.reset()
-		return b
-	}
-}
-
-func (p batchPool) put(b *outBatch) {
-	select {
-	case p <- b:
-	default:
-	}
 }
 
 // runBatched sends the events in batches: one request in flight (with --concurrency 1),
@@ -173,12 +55,12 @@ func (e *emitter) runBatched(ctx context.Context) error {
 	sz := opts.sizing()
 	var lim *rate.Limiter
 	if opts.Rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(opts.Rate), sz.events)
+		lim = rate.NewLimiter(rate.Limit(opts.Rate), sz.Events)
 	}
-	pool := make(batchPool, opts.Concurrency+3)
+	pool := make(emit.Pool, opts.Concurrency+3)
 	// Unbuffered: a batch is handed over once a sender is free, so that with one sender one
 	// request is in flight and the next batch is being made.
-	out := make(chan *outBatch)
+	out := make(chan *emit.Batch)
 	g, gctx := errgroup.WithContext(ctx)
 	// The events a sender delivered are reported by a goroutine of their own, so that the
 	// sender goes on with the next batch at once. The reporter takes every delivered batch,
@@ -200,7 +82,7 @@ func (e *emitter) runBatched(ctx context.Context) error {
 		senders.Wait()
 		close(r.in)
 	}()
-	b := &batcher{e: e, sz: sz, out: out, pool: pool, cur: pool.get()}
+	b := &batcher{e: e, sz: sz, out: out, pool: pool, cur: pool.Get()}
 	readerDone := make(chan error, 1)
 	go func() {
 		defer close(out)
@@ -231,10 +113,10 @@ func (e *emitter) runBatched(ctx context.Context) error {
 // batcher makes the batches of a run.
 type batcher struct {
 	e    *emitter
-	sz   batchSizing
-	out  chan<- *outBatch
-	pool batchPool
-	cur  *outBatch
+	sz   emit.Sizing
+	out  chan<- *emit.Batch
+	pool emit.Pool
+	cur  *emit.Batch
 	// With lingers, linger runs from the moment the first event joins cur; when it fires
 	// and no input is ready, cur is sent as it is.
 	lingers  bool
@@ -255,16 +137,16 @@ func regularFile(r io.Reader) bool {
 // add adds an event to the current batch, first handing that over when the event does not
 // fit, and after when it is full.
 func (b *batcher) add(ctx context.Context, ev []byte, l eventgen.Line, num int) error {
-	if !b.cur.fits(b.sz, len(ev)) {
+	if !b.cur.Fits(b.sz, len(ev)) {
 		if err := b.handOver(ctx); err != nil {
 			return err
 		}
 	}
-	b.cur.add(ev, l, num)
-	if b.cur.n() == 1 {
+	b.cur.Add(ev, l, num)
+	if b.cur.N() == 1 {
 		b.startLinger()
 	}
-	if b.cur.full(b.sz) {
+	if b.cur.Full(b.sz) {
 		return b.handOver(ctx)
 	}
 	return nil
@@ -272,12 +154,12 @@ func (b *batcher) add(ctx context.Context, ev []byte, l eventgen.Line, num int) 
 
 // handOver waits for a sender to take the current batch.
 func (b *batcher) handOver(ctx context.Context) error {
-	if b.cur.n() == 0 {
+	if b.cur.N() == 0 {
 		return nil
 	}
 	select {
 	case b.out <- b.cur:
-		b.cur = b.pool.get()
+		b.cur = b.pool.Get()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -290,9 +172,9 @@ func (b *batcher) startLinger() {
 		return
 	}
 	if b.linger == nil {
-		b.linger = time.NewTimer(batchLinger)
+		b.linger = time.NewTimer(emit.Linger)
 	} else {
-		b.linger.Reset(batchLinger)
+		b.linger.Reset(emit.Linger)
 	}
 }
 
@@ -327,48 +209,16 @@ func (b *batcher) generated(ctx context.Context) error {
 	}
 }
 
-// block is a piece of input read by readBlocks.
-type block struct {
-	b   []byte
-	err error // io.EOF at the end
-}
-
-// readBlocks reads r in blocks of buffers from free until it fails or ends, or ctx ends. A
-// read that blocks (stdin) holds up only this goroutine.
-func readBlocks(ctx context.Context, r io.Reader, blocks chan<- block, free chan []byte) {
-	for {
-		var buf []byte
-		select {
-		case buf = <-free:
-		case <-ctx.Done():
-			return
-		}
-		n, err := r.Read(buf[:cap(buf)])
-		if n == 0 && err == nil {
-			free <- buf
-			continue
-		}
-		select {
-		case blocks <- block{b: buf[:n], err: err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // lines batches the JSON lines of r.
 func (b *batcher) lines(ctx context.Context, r io.Reader) error {
-	blocks := make(chan block, 2)
+	blocks := make(chan emit.Block, 2)
 	free := make(chan []byte, 4)
 	for range cap(free) {
-		free <- make([]byte, readBlock)
+		free <- make([]byte, emit.ReadBlockSize)
 	}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go readBlocks(rctx, r, blocks, free)
+	go emit.ReadBlocks(rctx, r, blocks, free)
 
 	var (
 		carry []byte // a line that runs on into the next block
@@ -386,9 +236,9 @@ func (b *batcher) lines(ctx context.Context, r io.Reader) error {
 		return err
 	}
 	for {
-		// Wait for input; meanwhile, send what waited batchLinger. Input that is ready
+		// Wait for input; meanwhile, send what waited emit.Linger. Input that is ready
 		// comes first, so that a file fills its batches.
-		var blk block
+		var blk emit.Block
 		for got := false; !got; {
 			select {
 			case blk = <-blocks:
@@ -396,9 +246,9 @@ func (b *batcher) lines(ctx context.Context, r io.Reader) error {
 				continue
 			default:
 			}
-			var send chan<- *outBatch
+			var send chan<- *emit.Batch
 			var timer <-chan time.Time
-			if b.cur.n() > 0 && b.lingers {
+			if b.cur.N() > 0 && b.lingers {
 				if b.lingered {
 					send = b.out
 				} else {
@@ -411,25 +261,25 @@ func (b *batcher) lines(ctx context.Context, r io.Reader) error {
 			case <-timer:
 				b.lingered = true
 			case send <- b.cur:
-				b.cur = b.pool.get()
+				b.cur = b.pool.Get()
 			case <-ctx.Done():
 				return ctx.Err()
 			}
 		}
-		rest := blk.b
+		rest := blk.B
 		for len(rest) > 0 {
 			i := bytes.IndexByte(rest, '\n')
 			if i < 0 {
-				if len(carry)+len(rest) > maxLine {
-					return usagef("--file line %d is longer than %d bytes", num+1, maxLine)
+				if len(carry)+len(rest) > emit.MaxLine {
+					return usagef("--file line %d is longer than %d bytes", num+1, emit.MaxLine)
 				}
 				carry = append(carry, rest...)
 				break
 			}
 			text := rest[:i]
 			if len(carry) > 0 {
-				if len(carry)+i > maxLine {
-					return usagef("--file line %d is longer than %d bytes", num+1, maxLine)
+				if len(carry)+i > emit.MaxLine {
+					return usagef("--file line %d is longer than %d bytes", num+1, emit.MaxLine)
 				}
 				carry = append(carry, text...)
 				text = carry
@@ -440,20 +290,20 @@ func (b *batcher) lines(ctx context.Context, r io.Reader) error {
 			}
 			carry = carry[:0]
 		}
-		free <- blk.b // its bytes were copied into the batch, or into carry
+		free <- blk.B // its bytes were copied into the batch, or into carry
 		switch {
-		case blk.err == io.EOF:
+		case blk.Err == io.EOF:
 			if len(carry) > 0 {
 				if err := line(carry); err != nil {
 					return err
 				}
 			}
 			return b.handOver(ctx)
-		case blk.err != nil:
+		case blk.Err != nil:
 			if herr := b.handOver(ctx); herr != nil {
 				return herr
 			}
-			return fmt.Errorf("--file: %w", blk.err)
+			return fmt.Errorf("--file: %w", blk.Err)
 		}
 	}
 }
@@ -471,7 +321,7 @@ func (b *batcher) line(ctx context.Context, text []byte, num int) error {
 // one JSON object; missing specversion, id and time are filled in. The receiver checks the
 // rest, unless --strict has lint check each event first.
 func (o *emitOptions) fileEvent(text []byte, num int) ([]byte, eventgen.Line, error) {
-	text = trimJSONSpace(text)
+	text = emit.TrimJSONSpace(text)
 	if len(text) == 0 {
 		return nil, eventgen.Line{}, nil
 	}
@@ -500,20 +350,9 @@ func (o *emitOptions) lintEvent(ev []byte, n int) error {
 	return nil
 }
 
-func trimJSONSpace(b []byte) []byte {
-	i, j := 0, len(b)
-	for i < j && jsonspace.Is(b[i]) {
-		i++
-	}
-	for j > i && jsonspace.Is(b[j-1]) {
-		j--
-	}
-	return b[i:j]
-}
-
 // delivered is a batch whose first n events the receiver accepted, with their results.
 type delivered struct {
-	b   *outBatch
+	b   *emit.Batch
 	n   int
 	res []deliver.Result
 }
@@ -523,7 +362,7 @@ type reporter struct {
 	e    *emitter
 	in   chan delivered
 	done chan struct{} // closed when run returns
-	pool batchPool
+	pool emit.Pool
 	err  error // why run stopped early
 }
 
@@ -533,8 +372,8 @@ func (r *reporter) run() error {
 		if r.err = r.e.reportBatch(d.b, 0, d.res); r.err != nil {
 			return r.err
 		}
-		if d.n == d.b.n() {
-			r.pool.put(d.b)
+		if d.n == d.b.N() {
+			r.pool.Put(d.b)
 		}
 	}
 	return nil
@@ -551,18 +390,18 @@ func (r *reporter) report(d delivered) error {
 }
 
 // sendBatches delivers the batches from in and hands them to r.
-func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, r *reporter) error {
+func (e *emitter) sendBatches(ctx context.Context, in <-chan *emit.Batch, lim *rate.Limiter, r *reporter) error {
 	for b := range in {
 		if lim != nil {
-			if err := lim.WaitN(ctx, b.n()); err != nil {
+			if err := lim.WaitN(ctx, b.N()); err != nil {
 				return err
 			}
 		}
-		res, err := e.s.SendBatch(ctx, b.request(0, b.n()), b.n())
+		res, err := e.s.SendBatch(ctx, b.Request(0, b.N()), b.N())
 		if err != nil {
 			return e.batchFailed(ctx, b, err, r)
 		}
-		if err := r.report(delivered{b: b, n: b.n(), res: res}); err != nil {
+		if err := r.report(delivered{b: b, n: b.N(), res: res}); err != nil {
 			return err
 		}
 	}
@@ -579,9 +418,9 @@ func (e *emitter) sendBatches(ctx context.Context, in <-chan *outBatch, lim *rat
 // not store); a batch the node refused for its place alone (its predecessor came too late,
 // or the node restarted and forgot the sequence) is sent again on its own once the one
 // before it is settled, and a new sequence begins.
-func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rate.Limiter, r *reporter) error {
+func (e *emitter) sendOrdered(ctx context.Context, in <-chan *emit.Batch, lim *rate.Limiter, r *reporter) error {
 	type flight struct {
-		b       *outBatch
+		b       *emit.Batch
 		done    chan struct{}
 		cancel  context.CancelFunc
 		res     []deliver.Result
@@ -590,14 +429,14 @@ func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rat
 	}
 	token, seq := newOrderToken(), uint64(0)
 	pipelined := false
-	start := func(b *outBatch) *flight {
+	start := func(b *emit.Batch) *flight {
 		seq++
 		fctx, cancel := context.WithCancel(ctx)
 		f := &flight{b: b, done: make(chan struct{}), cancel: cancel}
-		body := b.request(0, b.n())
+		body := b.Request(0, b.N())
 		go func(token string, seq uint64) {
 			defer close(f.done)
-			f.res, f.ordered, f.err = e.s.SendOrderedBatch(fctx, body, b.n(), token, seq)
+			f.res, f.ordered, f.err = e.s.SendOrderedBatch(fctx, body, b.N(), token, seq)
 		}(token, seq)
 		return f
 	}
@@ -610,17 +449,17 @@ func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rat
 			// everything before it is settled: it goes again on its own, and a new sequence
 			// begins after it.
 			token, seq, pipelined, restarted = newOrderToken(), 0, false, true
-			res, err := e.s.SendBatch(ctx, f.b.request(0, f.b.n()), f.b.n())
+			res, err := e.s.SendBatch(ctx, f.b.Request(0, f.b.N()), f.b.N())
 			if err != nil {
 				return e.batchFailed(ctx, f.b, err, r)
 			}
-			return r.report(delivered{b: f.b, n: f.b.n(), res: res})
+			return r.report(delivered{b: f.b, n: f.b.N(), res: res})
 		}
 		if f.err != nil {
 			return e.batchFailed(ctx, f.b, f.err, r)
 		}
 		pipelined = f.ordered
-		return r.report(delivered{b: f.b, n: f.b.n(), res: f.res})
+		return r.report(delivered{b: f.b, n: f.b.N(), res: f.res})
 	}
 	// q is the batches in flight, oldest first. drain settles them until at most keep are
 	// left; the batches sent after one that was not stored in its place stored nothing, and
@@ -653,7 +492,7 @@ func (e *emitter) sendOrdered(ctx context.Context, in <-chan *outBatch, lim *rat
 	}
 	for b := range in {
 		if lim != nil {
-			if err := lim.WaitN(ctx, b.n()); err != nil {
+			if err := lim.WaitN(ctx, b.N()); err != nil {
 				// Interrupted with batches in flight: they are reported, delivered or not.
 				if serr := drain(0); serr != nil {
 					return serr
@@ -690,27 +529,27 @@ func newOrderToken() string {
 // batchFailed handles a batch that was not delivered. When an evtctl node refused it for
 // one event (it stores nothing of a batch it refuses), the events before that one are sent
 // again without it; the failure then names that event alone.
-func (e *emitter) batchFailed(ctx context.Context, b *outBatch, err error, r *reporter) error {
+func (e *emitter) batchFailed(ctx context.Context, b *emit.Batch, err error, r *reporter) error {
 	var se *deliver.StatusError
-	if !errors.As(err, &se) || !refusal(se.Status) || se.Index < 0 || se.Index >= b.n() {
-		return &sendFailure{err: err, batch: b.part(0, b.n())}
+	if !errors.As(err, &se) || !refusal(se.Status) || se.Index < 0 || se.Index >= b.N() {
+		return &sendFailure{err: err, batch: batchPart(b, 0, b.N())}
 	}
 	i := se.Index
 	if i > 0 {
-		res, perr := e.s.SendBatch(ctx, b.request(0, i), i)
+		res, perr := e.s.SendBatch(ctx, b.Request(0, i), i)
 		if perr != nil {
-			return &sendFailure{err: perr, batch: b.part(0, i)}
+			return &sendFailure{err: perr, batch: batchPart(b, 0, i)}
 		}
 		if rerr := r.report(delivered{b: b, n: i, res: res}); rerr != nil {
 			return rerr
 		}
 	}
-	return &sendFailure{err: err, batch: b.part(i, i+1)}
+	return &sendFailure{err: err, batch: batchPart(b, i, i+1)}
 }
 
 // reportBatch writes a line for each event of b from the first that the receiver
 // accepted, as report does.
-func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) error {
+func (e *emitter) reportBatch(b *emit.Batch, first int, res []deliver.Result) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.prog.add(len(res))
@@ -725,12 +564,12 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 		if e.outGone {
 			continue
 		}
-		id := b.body[b.ids[i].start:b.ids[i].end]
+		id := b.ID(i)
 		if e.jsonOut {
-			buf = appendResultJSON(buf, id, r)
+			buf = emit.AppendAckJSON(buf, id, r)
 		} else {
 			buf = append(buf, "sent "...)
-			buf = append(buf, safeText(idString(id))...)
+			buf = append(buf, safeText(emit.IDString(id))...)
 			buf = append(buf, " ("...)
 			buf = strconv.AppendInt(buf, int64(r.Status), 10)
 			buf = append(buf, ')')
@@ -753,49 +592,3 @@ func (e *emitter) reportBatch(b *outBatch, first int, res []deliver.Result) erro
 	e.line = buf[:0]
 	return e.writeAcks(buf)
 }
-
-// idString returns the id whose JSON text is id ("" for none).
-func idString(id []byte) string {
-	return eventgen.Line{ID: id}.IDString()
-}
-
-// appendResultJSON appends the JSON line of an accepted event whose id has the JSON text
-// id: what json.Marshal makes of emitResult, without its cost when the id and the cursor
-// need no escaping.
-func appendResultJSON(buf, id []byte, r deliver.Result) []byte {
-	if len(id) < 2 || !plainJSON(id[1:len(id)-1]) || !plainJSON(r.Cursor) {
-		b, _ := json.Marshal(emitResult{ID: idString(id), Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
-		return append(append(buf, b...), '\n')
-	}
-	buf = append(buf, `{"id":`...)
-	buf = append(buf, id...)
-	if r.Cursor != "" {
-		buf = append(buf, `,"cursor":"`...)
-		buf = append(buf, r.Cursor...)
-		buf = append(buf, '"')
-	}
-	if r.Duplicate {
-		buf = append(buf, `,"duplicate":true`...)
-	}
-	buf = append(buf, `,"status":`...)
-	buf = strconv.AppendInt(buf, int64(r.Status), 10)
-	return append(buf, "}\n"...)
-}
-
-// plainJSON reports whether json.Marshal writes s in a string as it is: printable ASCII
-// but '"', '\\', '<', '>' and '&'.
-func plainJSON[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		if !jsonPlain[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-var jsonPlain = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
