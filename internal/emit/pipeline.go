@@ -101,19 +101,26 @@ func (b *Batcher) Lines(ctx context.Context, r io.Reader, event func(text []byte
 		carry []byte // a line that runs on into the next block
 		num   int    // the number of the last line read
 	)
-	// line handles one line of input; with an error, the events before it are still sent.
+	// failed stops at a line that failed: the events before it are still sent.
+	failed := func(err error) error {
+		if ctx.Err() == nil {
+			if herr := b.HandOver(ctx); herr != nil {
+				return herr
+			}
+		}
+		return err
+	}
+	// line handles one line of input.
 	line := func(text []byte) error {
 		num++
 		ev, l, err := event(text, num)
 		if err == nil && ev != nil {
 			err = b.Add(ctx, ev, l, num)
 		}
-		if err != nil && ctx.Err() == nil {
-			if herr := b.HandOver(ctx); herr != nil {
-				return herr
-			}
+		if err != nil {
+			return failed(err)
 		}
-		return err
+		return nil
 	}
 	for {
 		// Wait for input; meanwhile, send what waited Linger. Input that is ready
@@ -151,7 +158,7 @@ func (b *Batcher) Lines(ctx context.Context, r io.Reader, event func(text []byte
 			i := bytes.IndexByte(rest, '\n')
 			if i < 0 {
 				if len(carry)+len(rest) > MaxLine {
-					return &LineTooLongError{Line: num + 1}
+					return failed(&LineTooLongError{Line: num + 1})
 				}
 				carry = append(carry, rest...)
 				break
@@ -159,7 +166,7 @@ func (b *Batcher) Lines(ctx context.Context, r io.Reader, event func(text []byte
 			text := rest[:i]
 			if len(carry) > 0 {
 				if len(carry)+i > MaxLine {
-					return &LineTooLongError{Line: num + 1}
+					return failed(&LineTooLongError{Line: num + 1})
 				}
 				carry = append(carry, text...)
 				text = carry
