@@ -685,20 +685,7 @@ func (o *emitOptions) limiter() *rate.Limiter {
 }
 
 // batch is the events of one request, each with its number (see source).
-type batch struct {
-	events [][]byte
-	nums   []int
-}
-
-// sendFailure is a request that failed: the events it was delivering when it failed (the
-// one, or a whole batch), and why.
-type sendFailure struct {
-	err error
-	batch
-}
-
-func (f *sendFailure) Error() string { return f.err.Error() }
-func (f *sendFailure) Unwrap() error { return f.err }
+type batch = emit.Group
 
 // runDirect sends the events as they are read, without a spool: a failure that stops the
 // run leaves the rest unsent, and the message says which event failed, why, and how many
@@ -720,15 +707,15 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	for range opts.Concurrency {
 		g.Go(func() error {
 			for b := range jobs {
-				res, err := e.s.Send(gctx, b.events)
-				if rerr := e.report(b.events, res); err == nil && rerr != nil {
+				res, err := e.s.Send(gctx, b.Events)
+				if rerr := e.report(b.Events, res); err == nil && rerr != nil {
 					return rerr
 				}
 				if err != nil {
-					f := &sendFailure{err: err, batch: b}
+					f := &emit.SendFailure{Err: err, Group: b}
 					if opts.Mode != "batch" { // one request per event: the first not delivered failed
-						i := min(len(res), len(b.events)-1)
-						f.batch = batch{events: b.events[i : i+1], nums: b.nums[i : i+1]}
+						i := min(len(res), len(b.Events)-1)
+						f.Group = batch{Events: b.Events[i : i+1], Nums: b.Nums[i : i+1]}
 					}
 					return f
 				}
@@ -744,7 +731,7 @@ func (e *emitter) runDirect(ctx context.Context) error {
 			defer close(jobs)
 			for done := false; !done; {
 				var b batch
-				for len(b.events) < group {
+				for len(b.Events) < group {
 					ev, n, err := next()
 					if err == io.EOF {
 						done = true
@@ -753,13 +740,13 @@ func (e *emitter) runDirect(ctx context.Context) error {
 					if err != nil {
 						return err
 					}
-					b.events, b.nums = append(b.events, ev), append(b.nums, n)
+					b.Events, b.Nums = append(b.Events, ev), append(b.Nums, n)
 				}
-				if len(b.events) == 0 {
+				if len(b.Events) == 0 {
 					return nil
 				}
 				if lim != nil {
-					if err := lim.WaitN(gctx, len(b.events)); err != nil {
+					if err := lim.WaitN(gctx, len(b.Events)); err != nil {
 						return err
 					}
 				}
@@ -839,7 +826,7 @@ func (e *emitter) failure(err error) error {
 	}
 	var (
 		se *deliver.StatusError
-		f  *sendFailure
+		f  *emit.SendFailure
 	)
 	who := "the receiver"
 	if toNode {
@@ -848,17 +835,11 @@ func (e *emitter) failure(err error) error {
 	switch {
 	case errors.Is(err, deliver.ErrGone):
 		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
-	case errors.As(err, &se) && refusal(se.Status) && errors.As(err, &f):
-		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.batch), statusReason(se)),
+	case errors.As(err, &se) && emit.Refusal(se.Status) && errors.As(err, &f):
+		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.Group), statusReason(se)),
 			authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err
-}
-
-// refusal reports a final answer about the request itself (4xx but 429): the events, or
-// how they were sent.
-func refusal(status int) bool {
-	return status >= 400 && status < 500 && status != http.StatusTooManyRequests
 }
 
 // statusReason is a refusal's status and the receiver's reason: `400 Bad Request: "source"
@@ -893,11 +874,11 @@ func (e *emitter) describeEvents(b batch) string {
 		}
 		return fmt.Sprintf("numbers %d-%d of %d", first, last, e.opts.total())
 	}
-	if len(b.events) == 1 {
-		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.events[0])), where(b.nums))
+	if len(b.Events) == 1 {
+		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.Events[0])), where(b.Nums))
 	}
-	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.events), "event"),
-		safeText(eventID(b.events[0])), safeText(eventID(b.events[len(b.events)-1])), where(b.nums))
+	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.Events), "event"),
+		safeText(eventID(b.Events[0])), safeText(eventID(b.Events[len(b.Events)-1])), where(b.Nums))
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -934,7 +915,7 @@ func (e *emitter) deliveryError(err error) error {
 	switch {
 	case errors.Is(err, deliver.ErrGone):
 		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
-	case errors.As(err, &se) && refusal(se.Status):
+	case errors.As(err, &se) && emit.Refusal(se.Status):
 		return withHints(fmt.Errorf("%s refused the request: %s", who, statusReason(se)), authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err

@@ -33,15 +33,6 @@ func (o *emitOptions) sizing() emit.Sizing {
 	return s
 }
 
-// batchPart returns events lo to hi-1 of b and their numbers, for messages.
-func batchPart(b *emit.Batch, lo, hi int) batch {
-	var p batch
-	for i := lo; i < hi; i++ {
-		p.events, p.nums = append(p.events, b.Event(i)), append(p.nums, b.Num(i))
-	}
-	return p
-}
-
 // runBatched sends the events in batches: one request in flight (with --concurrency 1),
 // while the next batch is made. The events of --file go as they are read: when the input
 // stops for a moment (a slow producer on stdin), what was read is sent rather than held for
@@ -229,20 +220,20 @@ func (r *reporter) report(d emit.Delivered) error {
 // again without it; the failure then names that event alone.
 func (e *emitter) batchFailed(ctx context.Context, b *emit.Batch, err error, r *reporter) error {
 	var se *deliver.StatusError
-	if !errors.As(err, &se) || !refusal(se.Status) || se.Index < 0 || se.Index >= b.N() {
-		return &sendFailure{err: err, batch: batchPart(b, 0, b.N())}
+	if !errors.As(err, &se) || !emit.Refusal(se.Status) || se.Index < 0 || se.Index >= b.N() {
+		return &emit.SendFailure{Err: err, Group: b.Part(0, b.N())}
 	}
 	i := se.Index
 	if i > 0 {
 		res, perr := e.s.SendBatch(ctx, b.Request(0, i), i)
 		if perr != nil {
-			return &sendFailure{err: perr, batch: batchPart(b, 0, i)}
+			return &emit.SendFailure{Err: perr, Group: b.Part(0, i)}
 		}
 		if rerr := r.report(emit.Delivered{Batch: b, N: i, Results: res}); rerr != nil {
 			return rerr
 		}
 	}
-	return &sendFailure{err: err, batch: batchPart(b, i, i+1)}
+	return &emit.SendFailure{Err: err, Group: b.Part(i, i+1)}
 }
 
 // reportBatch writes a line for each event of b from the first that the receiver

@@ -69,7 +69,7 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 	var sendErr, readErr error
 	for done := false; !done && sendErr == nil; {
 		var b batch
-		for len(b.events) < group {
+		for len(b.Events) < group {
 			ev, n, err := next()
 			if err == io.EOF {
 				done = true
@@ -79,9 +79,9 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 				readErr, done = err, true
 				break
 			}
-			b.events, b.nums = append(b.events, ev), append(b.nums, n)
+			b.Events, b.Nums = append(b.Events, ev), append(b.Nums, n)
 		}
-		if len(b.events) == 0 {
+		if len(b.Events) == 0 {
 			break
 		}
 		if lim != nil {
@@ -90,7 +90,7 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 				break
 			}
 		}
-		ids, err := sendRedis(ctx, p, b.events, opts)
+		ids, err := sendRedis(ctx, p, b.Events, opts)
 		res := make([]deliver.Result, 0, len(ids))
 		for _, id := range ids {
 			if id == "" {
@@ -98,13 +98,13 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 			}
 			res = append(res, deliver.Result{Cursor: id})
 		}
-		if rerr := e.report(b.events, res); err == nil && rerr != nil {
+		if rerr := e.report(b.Events, res); err == nil && rerr != nil {
 			err = rerr
 		}
 		if err != nil {
 			var ee *redisstream.EventError
 			if errors.As(err, &ee) {
-				err = usagef("event %s (%s) cannot be a stream entry: %v", safeText(eventID(b.events[ee.Index])), describeNum(opts, b.nums[ee.Index]), ee.Err)
+				err = usagef("event %s (%s) cannot be a stream entry: %v", safeText(eventID(b.Events[ee.Index])), describeNum(opts, b.Nums[ee.Index]), ee.Err)
 			}
 			sendErr = err
 		}
