@@ -381,7 +381,7 @@ func emitFile(t bench.Target, extra ...string) func(ctx context.Context, path st
 		cmd := newCmdEmitWith(streams, func(ctx context.Context, opts *emitOptions) error {
 			e, err := runEmit(ctx, opts)
 			if e != nil {
-				events, requests = e.delivered(), e.requests
+				events, _, requests = e.acks.Counts()
 			}
 			return err
 		})

@@ -14,7 +14,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -557,91 +556,35 @@ func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 
 // emitter delivers the events of one run and reports each accepted one.
 type emitter struct {
-	opts    *emitOptions
-	s       *deliver.Sender
-	jsonOut bool
-	start   time.Time
-	prog    *progress
-
-	mu         sync.Mutex // guards out, outGone, line, prog and the counts
-	out        *bufio.Writer
-	outGone    bool   // stdout's reader has gone: lines are dropped (see writeAcks)
-	line       []byte // reportBatch's buffer
-	sent, dups int
-	requests   int // batches delivered
+	opts  *emitOptions
+	s     *deliver.Sender
+	start time.Time
+	prog  *progress // its counts are guarded by acks
+	acks  *emit.Acks
 }
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
-	e := &emitter{
-		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.JQ.writer(opts.streams.Out)),
-		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
-	}
+	e := &emitter{opts: opts, s: s, start: time.Now()}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
 	e.prog = newProgress(opts.streams, "sent", "event")
 	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
+	e.acks = emit.NewAcks(opts.JQ.writer(opts.streams.Out), emit.AckOptions{
+		JSON: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
+		Safe: safeText, Gone: closedPipe, Progress: e.prog.add,
+	})
 	return e
 }
 
 // report writes a line for each event the receiver accepted.
 func (e *emitter) report(events [][]byte, res []deliver.Result) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.prog.add(len(res))
-	for i, r := range res {
-		e.sent++
-		if r.Duplicate {
-			e.dups++
-		}
-		if e.outGone {
-			continue
-		}
-		id := eventID(events[i])
-		if e.jsonOut {
-			b, _ := json.Marshal(emit.Ack{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
-			e.out.Write(append(b, '\n'))
-		} else {
-			line := "sent " + id
-			if r.Status != 0 {
-				line += fmt.Sprintf(" (%d)", r.Status)
-			}
-			if r.Cursor != "" {
-				line += " at " + r.Cursor
-			}
-			if r.Duplicate {
-				line += ", a duplicate of an event already there"
-			}
-			fmt.Fprintln(e.out, line)
-		}
-	}
-	return e.writeAcks(nil)
-}
-
-// writeAcks writes b and what out holds to stdout; e.mu is held. The lines are a by-product
-// of sending: when stdout's reader has gone (emit | head -1), they are dropped from then on,
-// and emit goes on sending every event it was asked to (closeOutput says so at the end).
-func (e *emitter) writeAcks(b []byte) error {
-	if e.outGone {
-		return nil
-	}
-	_, err := e.out.Write(b)
-	if err == nil {
-		err = e.out.Flush()
-	}
-	if err != nil && closedPipe(err) {
-		e.outGone = true
-		return nil
-	}
-	return err
+	return e.acks.Report(events, res)
 }
 
 // closeOutput writes what is left of the lines, and says once if stdout's reader went away
 // before they were all written.
 func (e *emitter) closeOutput() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_ = e.writeAcks(nil)
-	if e.outGone {
+	if e.acks.Close() {
 		noteDiscarded(e.opts.streams, "event")
 	}
 }
@@ -654,15 +597,15 @@ func noteDiscarded(s *iostreams.IOStreams, what string) {
 
 // delivered returns how many events the receiver has accepted so far.
 func (e *emitter) delivered() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.sent
+	sent, _, _ := e.acks.Counts()
+	return sent
 }
 
 // finish closes a successful run.
 func (e *emitter) finish() {
 	e.prog.done()
-	e.opts.summary(e.prog, e.sent, e.dups, e.start)
+	sent, dups, _ := e.acks.Counts()
+	e.opts.summary(e.prog, sent, dups, e.start)
 }
 
 // group returns how many events go in one request from a spool, and without batches.
@@ -898,7 +841,7 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 	fmt.Fprintln(o.streams.ErrOut)
 }
 
-func eventID(b []byte) string { return gjson.GetBytes(b, "id").String() }
+func eventID(b []byte) string { return emit.EventID(b) }
 
 // deliveryError words a failure that stopped a spool's drain: the request, not one event,
 // was refused (a refused event is dead-lettered), or the target cannot be reached.

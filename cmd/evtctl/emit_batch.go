@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -195,7 +194,7 @@ type reporter struct {
 func (r *reporter) run() error {
 	defer close(r.done)
 	for d := range r.in {
-		if r.err = r.e.reportBatch(d.Batch, 0, d.Results); r.err != nil {
+		if r.err = r.e.acks.ReportBatch(d.Batch, 0, d.Results); r.err != nil {
 			return r.err
 		}
 		if d.N == d.Batch.N() {
@@ -234,50 +233,4 @@ func (e *emitter) batchFailed(ctx context.Context, b *emit.Batch, err error, r *
 		}
 	}
 	return &emit.SendFailure{Err: err, Group: b.Part(i, i+1)}
-}
-
-// reportBatch writes a line for each event of b from the first that the receiver
-// accepted, as report does.
-func (e *emitter) reportBatch(b *emit.Batch, first int, res []deliver.Result) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.prog.add(len(res))
-	e.requests++
-	buf := e.line[:0]
-	for k, r := range res {
-		i := first + k
-		e.sent++
-		if r.Duplicate {
-			e.dups++
-		}
-		if e.outGone {
-			continue
-		}
-		id := b.ID(i)
-		if e.jsonOut {
-			buf = emit.AppendAckJSON(buf, id, r)
-		} else {
-			buf = append(buf, "sent "...)
-			buf = append(buf, safeText(emit.IDString(id))...)
-			buf = append(buf, " ("...)
-			buf = strconv.AppendInt(buf, int64(r.Status), 10)
-			buf = append(buf, ')')
-			if r.Cursor != "" {
-				buf = append(buf, " at "...)
-				buf = append(buf, r.Cursor...)
-			}
-			if r.Duplicate {
-				buf = append(buf, ", a duplicate of an event already there"...)
-			}
-			buf = append(buf, '\n')
-		}
-		if len(buf) >= 32<<10 {
-			if err := e.writeAcks(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-		}
-	}
-	e.line = buf[:0]
-	return e.writeAcks(buf)
 }

@@ -89,21 +89,13 @@ func runEmitKafka(ctx context.Context, opts *emitOptions, cfg kafka.Config) erro
 		po.Timeout = opts.Timeout
 	}
 	n, err := kafka.Produce(ctx, cfg, po, next, func(p kafka.Produced) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.sent++
-		e.prog.add(1)
-		if e.outGone {
-			return
-		}
-		var line []byte
-		if e.jsonOut {
-			line, _ = json.Marshal(kafkaResult{ID: p.ID, Cursor: p.Cursor(), Partition: p.Partition, Offset: p.Offset})
-			line = append(line, '\n')
-		} else {
-			line = fmt.Appendf(nil, "sent %s at %s (partition %d, offset %d)\n", safeText(p.ID), p.Cursor(), p.Partition, p.Offset)
-		}
-		_ = e.writeAcks(line)
+		e.acks.ReportOne(func(jsonOut bool) []byte {
+			if jsonOut {
+				line, _ := json.Marshal(kafkaResult{ID: p.ID, Cursor: p.Cursor(), Partition: p.Partition, Offset: p.Offset})
+				return append(line, '\n')
+			}
+			return fmt.Appendf(nil, "sent %s at %s (partition %d, offset %d)\n", safeText(p.ID), p.Cursor(), p.Partition, p.Offset)
+		})
 	})
 	if err != nil {
 		if ctx.Err() != nil {
