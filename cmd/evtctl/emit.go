@@ -31,6 +31,12 @@ import (
 	"github.com/evtctl/evtctl/pkg/wire"
 )
 
+// emit's defaults for --max-attempts and --timeout.
+const (
+	emitMaxAttempts = 10
+	emitTimeout     = 30 * time.Second
+)
+
 type emitOptions struct {
 	streams *iostreams.IOStreams
 	node    nodeOptions
@@ -155,8 +161,8 @@ order, repeats and the spool's dead letters work: evtctl help delivery.`,
 		choice{name: "form", help: "POST"}, choice{name: "json", help: "POST"}, choice{name: "get", help: "query string"})
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
-	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
-	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
+	f.IntVar(&opts.MaxAttempts, "max-attempts", emitMaxAttempts, "attempts per request before giving up, the first included")
+	f.DurationVar(&opts.Timeout, "timeout", emitTimeout, "time limit for one attempt")
 	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
 		choice{name: "text"}, choice{name: "json"})
 	opts.JQ.addFlag(f)
@@ -270,15 +276,9 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		}
 		url = base + wire.PathEvents
 	}
-	tlsCfg, err := client.TLSConfig(caFile, insecure)
+	hc, err := emit.HTTPClient(caFile, insecure)
 	if err != nil {
 		return nil, usagef("%v", err)
-	}
-	var hc *http.Client // nil: deliver's default
-	if tlsCfg != nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tlsCfg
-		hc = &http.Client{Transport: tr}
 	}
 	h, err := o.headers()
 	if err != nil {
@@ -292,17 +292,9 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
-	policy := deliver.WebhookPolicy()
-	policy.Backoff.MaxAttempts = o.MaxAttempts
-	// A target that has never answered is not waited for: nothing listening, a wrong host
-	// or TLS that does not fit need a person. Once it has answered, it is retried as any
-	// failure is (a restart); with --spool, nothing is lost either way.
-	policy.FirstContactFinal = true
-	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, HeaderEncoding: enc, Node: o.To == "", Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
-		Policy: &policy, UserAgent: "evtctl/" + versionString(),
-		OnRetry: o.reportRetry,
+	s, err := emit.NewSender(emit.Target{
+		URL: url, Node: o.To == "", Client: hc, Token: token, Headers: h, Mode: mode, HeaderEncoding: enc,
+		MaxAttempts: o.MaxAttempts, Timeout: o.Timeout, UserAgent: "evtctl/" + versionString(), OnRetry: o.reportRetry,
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
