@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tidwall/gjson"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
 	"github.com/evtctl/evtctl/internal/cevent"
@@ -634,68 +633,8 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	if opts.File == "" {
 		e.prog.total = opts.total()
 	}
-	group, lim := opts.group(), opts.limiter()
-	// The reader makes groups of events; --concurrency senders deliver them. With one
-	// sender, events arrive in order.
-	jobs := make(chan batch, opts.Concurrency)
-	g, gctx := errgroup.WithContext(ctx)
-	for range opts.Concurrency {
-		g.Go(func() error {
-			for b := range jobs {
-				res, err := e.s.Send(gctx, b.Events)
-				if rerr := e.report(b.Events, res); err == nil && rerr != nil {
-					return rerr
-				}
-				if err != nil {
-					f := &emit.SendFailure{Err: err, Group: b}
-					if opts.Mode != "batch" { // one request per event: the first not delivered failed
-						i := min(len(res), len(b.Events)-1)
-						f.Group = batch{Events: b.Events[i : i+1], Nums: b.Nums[i : i+1]}
-					}
-					return f
-				}
-			}
-			return nil
-		})
-	}
-	// The reader runs beside the senders: a bad event it finds stops it, while the groups
-	// already handed over are still delivered (a failed delivery stops the reader).
-	readerDone := make(chan error, 1)
-	go func() {
-		readerDone <- func() error {
-			defer close(jobs)
-			for done := false; !done; {
-				var b batch
-				for len(b.Events) < group {
-					ev, n, err := next()
-					if err == io.EOF {
-						done = true
-						break
-					}
-					if err != nil {
-						return err
-					}
-					b.Events, b.Nums = append(b.Events, ev), append(b.Nums, n)
-				}
-				if len(b.Events) == 0 {
-					return nil
-				}
-				if lim != nil {
-					if err := lim.WaitN(gctx, len(b.Events)); err != nil {
-						return err
-					}
-				}
-				select {
-				case jobs <- b:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			return nil
-		}()
-	}()
-	sendErr := g.Wait()
-	return e.conclude(ctx, sendErr, <-readerDone)
+	res, _ := emit.Run(ctx, emit.Config{Sender: e.s, Unbatched: true, Events: next, Rate: opts.Rate, Concurrency: opts.Concurrency, Acks: e.acks})
+	return e.conclude(ctx, res.SendErr, res.ReadErr)
 }
 
 // conclude ends a run without a spool: it words a failed delivery, which left the rest

@@ -66,7 +66,8 @@ func NewSender(t Target) (*deliver.Sender, error) {
 	})
 }
 
-// Config is a run that sends its events in batches.
+// Config is a run of emit over HTTP: where its events come from, how they are grouped
+// into requests, and where the lines of accepted events go.
 type Config struct {
 	// Sender delivers the requests: see NewSender.
 	Sender *deliver.Sender
@@ -87,6 +88,9 @@ type Config struct {
 	Rate      float64 // events per second; 0: as fast as the receiver takes them
 	// Concurrency is how many requests are in flight; 1 (or 0) keeps the events' order.
 	Concurrency int
+	// Unbatched sends each event in a request of its own (structured or binary mode), as
+	// Events makes them; File is not read.
+	Unbatched bool
 	// Acks writes the lines of accepted events and counts them; nil: JSON lines, discarded.
 	Acks *Acks
 }
@@ -136,10 +140,11 @@ func CompleteLine(text []byte, num int, now time.Time) ([]byte, eventgen.Line, e
 	return ev, l, nil
 }
 
-// Run sends the events of cfg in batches: one request in flight (with Concurrency 1),
-// while the next batch is made. The events of a file go as they are read: when the input
-// stops for a moment (a slow producer on stdin), what was read is sent rather than held
-// for a full batch. Its error is the result's SendErr, else its ReadErr.
+// Run sends the events of cfg: in batches, one request in flight (with Concurrency 1)
+// while the next batch is made, or each in a request of its own (Unbatched). The events of
+// a file go as they are read: when the input stops for a moment (a slow producer on
+// stdin), what was read is sent rather than held for a full batch. Its error is the
+// result's SendErr, else its ReadErr.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := run(ctx, cfg)
 	return res, cmp.Or(res.SendErr, res.ReadErr)
@@ -150,6 +155,12 @@ func run(ctx context.Context, cfg Config) Result {
 	acks := cfg.Acks
 	if acks == nil {
 		acks = NewAcks(io.Discard, AckOptions{JSON: true})
+	}
+	if cfg.Unbatched {
+		var res Result
+		res.SendErr, res.ReadErr = runDirect(ctx, cfg, acks)
+		res.Sent, res.Duplicates, res.Requests = acks.Counts()
+		return res
 	}
 	event := cfg.Event
 	if event == nil {
@@ -215,6 +226,74 @@ func run(ctx context.Context, cfg Config) Result {
 	res.ReadErr = <-readerDone
 	res.Sent, res.Duplicates, res.Requests = acks.Counts()
 	return res
+}
+
+// runDirect sends the events as they are made, each in a request of its own; with
+// Concurrency 1, in order. A failure that stops the run leaves the rest unsent.
+func runDirect(ctx context.Context, cfg Config, acks *Acks) (sendErr, readErr error) {
+	conc, group := max(cfg.Concurrency, 1), 1
+	var lim *rate.Limiter
+	if cfg.Rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(cfg.Rate), group)
+	}
+	// The reader makes groups of events; Concurrency senders deliver them. With one
+	// sender, events arrive in order.
+	jobs := make(chan Group, conc)
+	g, gctx := errgroup.WithContext(ctx)
+	for range conc {
+		g.Go(func() error {
+			for b := range jobs {
+				res, err := cfg.Sender.Send(gctx, b.Events)
+				if rerr := acks.Report(b.Events, res); err == nil && rerr != nil {
+					return rerr
+				}
+				if err != nil {
+					// One request per event: the first not delivered failed.
+					i := min(len(res), len(b.Events)-1)
+					return &SendFailure{Err: err, Group: Group{Events: b.Events[i : i+1], Nums: b.Nums[i : i+1]}}
+				}
+			}
+			return nil
+		})
+	}
+	// The reader runs beside the senders: a bad event it finds stops it, while the groups
+	// already handed over are still delivered (a failed delivery stops the reader).
+	readerDone := make(chan error, 1)
+	go func() {
+		readerDone <- func() error {
+			defer close(jobs)
+			for done := false; !done; {
+				var b Group
+				for len(b.Events) < group {
+					ev, n, err := cfg.Events()
+					if err == io.EOF {
+						done = true
+						break
+					}
+					if err != nil {
+						return err
+					}
+					b.Events, b.Nums = append(b.Events, ev), append(b.Nums, n)
+				}
+				if len(b.Events) == 0 {
+					return nil
+				}
+				if lim != nil {
+					if err := lim.WaitN(gctx, len(b.Events)); err != nil {
+						return err
+					}
+				}
+				select {
+				case jobs <- b:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			return nil
+		}()
+	}()
+	sendErr = g.Wait()
+	return sendErr, <-readerDone
 }
 
 // RegularFile reports whether r is a regular file, whose reads never wait for a writer.
