@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -20,7 +18,6 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/time/rate"
 
-	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/deliver"
 	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/english"
@@ -351,38 +348,7 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 			}
 			r = f // closed at exit
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), emit.MaxLine)
-		line := 0
-		return func() ([]byte, int, error) {
-			for sc.Scan() {
-				line++
-				ev, _, err := o.fileEvent(sc.Bytes(), line)
-				if err != nil {
-					return nil, line, err
-				}
-				if ev != nil {
-					return bytes.Clone(ev), line, nil
-				}
-			}
-			if err := sc.Err(); err != nil {
-				return nil, line, fmt.Errorf("--file: %w", err)
-			}
-			return nil, line, io.EOF
-		}, nil
-	}
-	// Events made from the flags are checked as the node would check them: a value that
-	// makes an invalid event is a usage error.
-	check := func(n int, b []byte) ([]byte, error) {
-		if _, err := cevent.DecodeStructured(b, cevent.Limits{}); err != nil {
-			return nil, usagef("event %d is not a valid CloudEvent: %v", n, err)
-		}
-		if o.Strict {
-			if err := o.lintEvent(b, n); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return emit.FileEvents(r, o.fileEvent), nil
 	}
 	data, err := o.readData(ctx)
 	if err != nil {
@@ -396,32 +362,35 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 		}
 		exts[k] = v
 	}
-	g, err := eventgen.New(eventgen.Spec{
-		Type: o.Type, Source: o.Source, ID: o.ID, Subject: o.Subject, Time: o.Time,
-		Data: data, DataContentType: o.DataContentType, Extensions: exts,
-	}, o.now)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
 	count := o.total()
+	t := emit.Template{
+		Spec: eventgen.Spec{
+			Type: o.Type, Source: o.Source, ID: o.ID, Subject: o.Subject, Time: o.Time,
+			Data: data, DataContentType: o.DataContentType, Extensions: exts,
+		},
+		Count: count, Now: o.now,
+	}
+	if o.Strict {
+		t.Check = func(n int, ev []byte) error { return o.lintEvent(ev, n) }
+	}
+	next, err := emit.TemplateEvents(t)
+	if err != nil {
+		return nil, usagef("%w", err)
+	}
 	if count != 1 && o.ID != "" && !strings.Contains(o.ID, "{{") {
 		if count == 0 {
 			return nil, usagef("--count 0 with a fixed --id would send one event again and again; use a template such as --id 'order-{{.Seq}}'")
 		}
 		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
 	}
-	seq := 0
+	// Events made from the flags are checked as the node would check them: a value that
+	// makes an invalid event is a usage error.
 	return func() ([]byte, int, error) {
-		if seq == count && count > 0 {
-			return nil, seq, io.EOF
+		ev, n, err := next()
+		if ie := (*emit.InputError)(nil); errors.As(err, &ie) {
+			err = usagef("%w", err)
 		}
-		seq++
-		b, err := g.Event(seq)
-		if err != nil {
-			return nil, seq, usagef("%v", err)
-		}
-		b, err = check(seq, b)
-		return b, seq, err
+		return ev, n, err
 	}, nil
 }
 
