@@ -1,6 +1,10 @@
-// Package emit holds the parts of evtctl emit's engine that make and report batches of
-// CloudEvents: how a run's events are gathered into requests, how input is read in
-// blocks, and the line written for each event a receiver accepted.
+// Package emit is the engine of evtctl emit. It makes a run's events from templates
+// (TemplateEvents) or reads them from JSON lines (FileEvents, Batcher.Lines), gathers them
+// into requests (Batch), and sends them: over HTTP through internal/deliver, in ordered or
+// concurrent batches or one event a request (Run, with a sender from NewSender); to a
+// Kafka topic (RunKafka); or to a Redis stream (RunRedis). Acks writes the line of each
+// event a receiver accepted and counts them. The command line, the spool and the wording
+// of failures belong to evtctl emit.
 package emit
 
 import (
