@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/gjson"
 	"golang.org/x/time/rate"
 
 	"github.com/evtctl/evtctl/internal/deliver"
@@ -431,57 +429,21 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	if err != nil {
 		return usagef("--signal: %v", err)
 	}
-	ss := &signalSender{format: opts.SignalFormat, c: c}
-	var lim *rate.Limiter
-	if opts.Rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
-	}
-	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
-	outGone := false // stdout's reader has gone: the signals still go (see emitter.writeAcks)
-	defer func() {
-		if outGone {
-			noteDiscarded(opts.streams, "signal")
-		}
-	}()
-	for {
-		ev, _, err := next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if lim != nil {
-			if err := lim.Wait(ctx); err != nil {
-				return err
-			}
-		}
-		status, err := ss.send(ctx, ev)
-		if err != nil {
-			return err
-		}
-		prog.add(1)
-		if outGone {
-			continue
-		}
-		typ := gjson.GetBytes(ev, "type").String()
-		if jsonOut {
-			b, _ := json.Marshal(struct {
-				Signal string `json:"signal"`
-				Status int    `json:"status"`
-			}{typ, status})
-			_, err = out.Write(append(b, '\n'))
-		} else {
-			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
-		}
-		if err != nil && !closedPipe(err) {
-			return err
-		}
-		outGone = err != nil
+	res, err := emit.RunSignals(ctx, emit.SignalConfig{
+		Client: c, Format: opts.SignalFormat, Events: next, Rate: opts.Rate,
+		Out: opts.JQ.writer(opts.streams.Out), JSON: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
+		Gone: closedPipe, Progress: prog.add,
+	})
+	if res.OutGone {
+		// stdout's reader has gone: the signals still went (see emit.Acks)
+		noteDiscarded(opts.streams, "signal")
 	}
+	if ie := (*emit.InputError)(nil); errors.As(err, &ie) {
+		err = usagef("%w", err)
+	}
+	return err
 }
 
 // runEmit sends the events; it returns the emitter that did, which holds the counts, unless
