@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -17,9 +18,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/evtctl/evtctl/internal/bench"
+	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
+	"github.com/evtctl/evtctl/pkg/wire"
 )
 
 // benchOptions are the flags every bench subcommand takes.
@@ -359,7 +363,7 @@ temporary directory unless --memory, acknowledging after fsync unless --sync non
 			}
 			return runBench(cmd.Context(), opts.benchOptions, func(ctx context.Context, c bench.Common) (*bench.Report, error) {
 				return bench.Emit(ctx, bench.EmitConfig{Common: c, Events: opts.Events, EventSize: opts.EventSize, Runs: opts.Runs,
-					BatchBytes: defaultBatchBytes, BatchEvents: defaultBatchEvents, Emit: emitFile(c.Target)})
+					BatchBytes: emit.DefaultBatchBytes, BatchEvents: emit.DefaultBatchEvents, Emit: emitFile(c.Target, 0)})
 			}, withNodeProcess())
 		},
 	}
@@ -371,34 +375,29 @@ temporary directory unless --memory, acknowledging after fsync unless --sync non
 	return cmd
 }
 
-// emitFile returns what bench emit measures: evtctl emit --file PATH to the target with the
-// defaults, its output (JSON lines, as when piped) going nowhere.
-func emitFile(t bench.Target, extra ...string) func(ctx context.Context, path string) (int, int, error) {
+// emitFile returns what bench emit measures: evtctl emit --file PATH to the target with
+// emit's defaults (batchSize 0) or batches of batchSize, its lines (JSON, as when piped)
+// going nowhere.
+func emitFile(t bench.Target, batchSize int) func(ctx context.Context, path string) (int, int, error) {
 	return func(ctx context.Context, path string) (int, int, error) {
-		streams := &iostreams.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
-		var events, requests int
-		cmd := newCmdEmitWith(streams, func(ctx context.Context, opts *emitOptions) error {
-			e, err := runEmit(ctx, opts)
-			if e != nil {
-				events, requests = e.delivered(), e.requests
-			}
-			return err
+		base, err := client.NormalizeNode(t.URL)
+		if err != nil {
+			return 0, 0, err
+		}
+		hc, err := emit.HTTPClient(t.CAFile, t.Insecure)
+		if err != nil {
+			return 0, 0, err
+		}
+		s, err := emit.NewSender(emit.Target{
+			URL: base + wire.PathEvents, Node: true, Client: hc, Token: firstNonEmpty(t.IngestToken, t.Token),
+			Headers: http.Header{}, Mode: deliver.Batch, MaxAttempts: emitMaxAttempts, Timeout: emitTimeout, UserAgent: "evtctl/" + versionString(),
 		})
-		args := append([]string{"--node", t.URL, "--file", path, "-o", "json"}, extra...)
-		if tok := firstNonEmpty(t.IngestToken, t.Token); tok != "" {
-			args = append(args, "--token", tok)
+		if err != nil {
+			return 0, 0, err
 		}
-		if t.CAFile != "" {
-			args = append(args, "--ca-file", t.CAFile)
-		}
-		if t.Insecure {
-			args = append(args, "--insecure")
-		}
-		cmd.SetArgs(args)
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		err := cmd.ExecuteContext(ctx)
-		return events, requests, err
+		res, err := emit.Run(ctx, emit.Config{Sender: s, File: path, BatchSize: batchSize, Concurrency: 1,
+			Acks: emit.NewAcks(io.Discard, emit.AckOptions{JSON: true})})
+		return res.Sent, res.Requests, err
 	}
 }
 
@@ -841,7 +840,7 @@ func runBenchJetStream(ctx context.Context, opts *benchJetStreamOptions) error {
 		BatchSize: opts.BatchSize, Producers: opts.Producers, Runs: opts.Runs, Warmup: opts.Warmup,
 		Fresh: opts.Mode == "fresh", Recent: opts.Recent, ReplayEvery: opts.ReplayEvery,
 		EmitFile: func(ctx context.Context, url, path string, batchSize int) (int, error) {
-			n, _, err := emitFile(bench.Target{URL: url}, "--batch-size", strconv.Itoa(batchSize))(ctx, path)
+			n, _, err := emitFile(bench.Target{URL: url}, batchSize)(ctx, path)
 			return n, err
 		},
 		StartNode: func(ctx context.Context, stream string) (string, func() error, error) {

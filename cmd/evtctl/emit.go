@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,21 +11,24 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tidwall/gjson"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
-	"github.com/evtctl/evtctl/internal/cevent"
 	"github.com/evtctl/evtctl/internal/deliver"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/english"
 	"github.com/evtctl/evtctl/internal/eventgen"
 	"github.com/evtctl/evtctl/internal/iostreams"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/wire"
+)
+
+// emit's defaults for --max-attempts and --timeout.
+const (
+	emitMaxAttempts = 10
+	emitTimeout     = 30 * time.Second
 )
 
 type emitOptions struct {
@@ -155,8 +155,8 @@ order, repeats and the spool's dead letters work: evtctl help delivery.`,
 		choice{name: "form", help: "POST"}, choice{name: "json", help: "POST"}, choice{name: "get", help: "query string"})
 	f.IntVar(&opts.Concurrency, "concurrency", 1, "requests in flight at once; above 1, events may arrive out of order")
 	f.BoolVar(&opts.Strict, "strict", false, "check each event as evtctl lint does and send nothing if any has an error")
-	f.IntVar(&opts.MaxAttempts, "max-attempts", 10, "attempts per request before giving up, the first included")
-	f.DurationVar(&opts.Timeout, "timeout", 30*time.Second, "time limit for one attempt")
+	f.IntVar(&opts.MaxAttempts, "max-attempts", emitMaxAttempts, "attempts per request before giving up, the first included")
+	f.DurationVar(&opts.Timeout, "timeout", emitTimeout, "time limit for one attempt")
 	enumVarP(f, &opts.Output, "output", "o", "", "{values}: one line per accepted event; by default text on a terminal, json otherwise",
 		choice{name: "text"}, choice{name: "json"})
 	opts.JQ.addFlag(f)
@@ -270,15 +270,9 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 		}
 		url = base + wire.PathEvents
 	}
-	tlsCfg, err := client.TLSConfig(caFile, insecure)
+	hc, err := emit.HTTPClient(caFile, insecure)
 	if err != nil {
 		return nil, usagef("%v", err)
-	}
-	var hc *http.Client // nil: deliver's default
-	if tlsCfg != nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tlsCfg
-		hc = &http.Client{Transport: tr}
 	}
 	h, err := o.headers()
 	if err != nil {
@@ -292,17 +286,9 @@ func (o *emitOptions) sender() (*deliver.Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A node and any other receiver are CloudEvents webhooks: see deliver.WebhookPolicy.
-	policy := deliver.WebhookPolicy()
-	policy.Backoff.MaxAttempts = o.MaxAttempts
-	// A target that has never answered is not waited for: nothing listening, a wrong host
-	// or TLS that does not fit need a person. Once it has answered, it is retried as any
-	// failure is (a restart); with --spool, nothing is lost either way.
-	policy.FirstContactFinal = true
-	s, err := deliver.New(deliver.Options{
-		URL: url, Mode: mode, HeaderEncoding: enc, Node: o.To == "", Headers: h, Token: token, Timeout: o.Timeout, Client: hc,
-		Policy: &policy, UserAgent: "evtctl/" + versionString(),
-		OnRetry: o.reportRetry,
+	s, err := emit.NewSender(emit.Target{
+		URL: url, Node: o.To == "", Client: hc, Token: token, Headers: h, Mode: mode, HeaderEncoding: enc,
+		MaxAttempts: o.MaxAttempts, Timeout: o.Timeout, UserAgent: "evtctl/" + versionString(), OnRetry: o.reportRetry,
 	})
 	if err != nil {
 		return nil, usagef("%v", err)
@@ -360,38 +346,7 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 			}
 			r = f // closed at exit
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
-		line := 0
-		return func() ([]byte, int, error) {
-			for sc.Scan() {
-				line++
-				ev, _, err := o.fileEvent(sc.Bytes(), line)
-				if err != nil {
-					return nil, line, err
-				}
-				if ev != nil {
-					return bytes.Clone(ev), line, nil
-				}
-			}
-			if err := sc.Err(); err != nil {
-				return nil, line, fmt.Errorf("--file: %w", err)
-			}
-			return nil, line, io.EOF
-		}, nil
-	}
-	// Events made from the flags are checked as the node would check them: a value that
-	// makes an invalid event is a usage error.
-	check := func(n int, b []byte) ([]byte, error) {
-		if _, err := cevent.DecodeStructured(b, cevent.Limits{}); err != nil {
-			return nil, usagef("event %d is not a valid CloudEvent: %v", n, err)
-		}
-		if o.Strict {
-			if err := o.lintEvent(b, n); err != nil {
-				return nil, err
-			}
-		}
-		return b, nil
+		return emit.FileEvents(r, o.fileEvent), nil
 	}
 	data, err := o.readData(ctx)
 	if err != nil {
@@ -405,32 +360,35 @@ func (o *emitOptions) source(ctx context.Context) (source, error) {
 		}
 		exts[k] = v
 	}
-	g, err := eventgen.New(eventgen.Spec{
-		Type: o.Type, Source: o.Source, ID: o.ID, Subject: o.Subject, Time: o.Time,
-		Data: data, DataContentType: o.DataContentType, Extensions: exts,
-	}, o.now)
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
 	count := o.total()
+	t := emit.Template{
+		Spec: eventgen.Spec{
+			Type: o.Type, Source: o.Source, ID: o.ID, Subject: o.Subject, Time: o.Time,
+			Data: data, DataContentType: o.DataContentType, Extensions: exts,
+		},
+		Count: count, Now: o.now,
+	}
+	if o.Strict {
+		t.Check = func(n int, ev []byte) error { return o.lintEvent(ev, n) }
+	}
+	next, err := emit.TemplateEvents(t)
+	if err != nil {
+		return nil, usagef("%w", err)
+	}
 	if count != 1 && o.ID != "" && !strings.Contains(o.ID, "{{") {
 		if count == 0 {
 			return nil, usagef("--count 0 with a fixed --id would send one event again and again; use a template such as --id 'order-{{.Seq}}'")
 		}
 		return nil, usagef("--count %d with a fixed --id would send one event %d times; use a template such as --id 'order-{{.Seq}}'", count, count)
 	}
-	seq := 0
+	// Events made from the flags are checked as the node would check them: a value that
+	// makes an invalid event is a usage error.
 	return func() ([]byte, int, error) {
-		if seq == count && count > 0 {
-			return nil, seq, io.EOF
+		ev, n, err := next()
+		if ie := (*emit.InputError)(nil); errors.As(err, &ie) {
+			err = usagef("%w", err)
 		}
-		seq++
-		b, err := g.Event(seq)
-		if err != nil {
-			return nil, seq, usagef("%v", err)
-		}
-		b, err = check(seq, b)
-		return b, seq, err
+		return ev, n, err
 	}, nil
 }
 
@@ -452,14 +410,6 @@ func (o *emitOptions) readData(ctx context.Context) (string, error) {
 	return o.Data, nil
 }
 
-// emitResult is one line of emit's output.
-type emitResult struct {
-	ID        string `json:"id"`
-	Cursor    string `json:"cursor,omitempty"`
-	Duplicate bool   `json:"duplicate,omitempty"`
-	Status    int    `json:"status,omitempty"` // HTTP's; none for a Redis stream
-}
-
 // runSignals sends Evented API signals made from the flags.
 func runSignals(ctx context.Context, opts *emitOptions) error {
 	next, err := opts.source(ctx)
@@ -479,57 +429,21 @@ func runSignals(ctx context.Context, opts *emitOptions) error {
 	if err != nil {
 		return usagef("--signal: %v", err)
 	}
-	ss := &signalSender{format: opts.SignalFormat, c: c}
-	var lim *rate.Limiter
-	if opts.Rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(opts.Rate), 1)
-	}
-	jsonOut := opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY())
-	out := opts.JQ.writer(opts.streams.Out)
 	prog := newProgress(opts.streams, "sent", "signal")
 	defer prog.done()
-	outGone := false // stdout's reader has gone: the signals still go (see emitter.writeAcks)
-	defer func() {
-		if outGone {
-			noteDiscarded(opts.streams, "signal")
-		}
-	}()
-	for {
-		ev, _, err := next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if lim != nil {
-			if err := lim.Wait(ctx); err != nil {
-				return err
-			}
-		}
-		status, err := ss.send(ctx, ev)
-		if err != nil {
-			return err
-		}
-		prog.add(1)
-		if outGone {
-			continue
-		}
-		typ := gjson.GetBytes(ev, "type").String()
-		if jsonOut {
-			b, _ := json.Marshal(struct {
-				Signal string `json:"signal"`
-				Status int    `json:"status"`
-			}{typ, status})
-			_, err = out.Write(append(b, '\n'))
-		} else {
-			_, err = fmt.Fprintf(out, "signalled %s (%d)\n", typ, status)
-		}
-		if err != nil && !closedPipe(err) {
-			return err
-		}
-		outGone = err != nil
+	res, err := emit.RunSignals(ctx, emit.SignalConfig{
+		Client: c, Format: opts.SignalFormat, Events: next, Rate: opts.Rate,
+		Out: opts.JQ.writer(opts.streams.Out), JSON: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
+		Gone: closedPipe, Progress: prog.add,
+	})
+	if res.OutGone {
+		// stdout's reader has gone: the signals still went (see emit.Acks)
+		noteDiscarded(opts.streams, "signal")
 	}
+	if ie := (*emit.InputError)(nil); errors.As(err, &ie) {
+		err = usagef("%w", err)
+	}
+	return err
 }
 
 // runEmit sends the events; it returns the emitter that did, which holds the counts, unless
@@ -564,91 +478,35 @@ func runEmit(ctx context.Context, opts *emitOptions) (*emitter, error) {
 
 // emitter delivers the events of one run and reports each accepted one.
 type emitter struct {
-	opts    *emitOptions
-	s       *deliver.Sender
-	jsonOut bool
-	start   time.Time
-	prog    *progress
-
-	mu         sync.Mutex // guards out, outGone, line, prog and the counts
-	out        *bufio.Writer
-	outGone    bool   // stdout's reader has gone: lines are dropped (see writeAcks)
-	line       []byte // reportBatch's buffer
-	sent, dups int
-	requests   int // batches delivered
+	opts  *emitOptions
+	s     *deliver.Sender
+	start time.Time
+	prog  *progress // its counts are guarded by acks
+	acks  *emit.Acks
 }
 
 func newEmitter(opts *emitOptions, s *deliver.Sender) *emitter {
-	e := &emitter{
-		opts: opts, s: s, start: time.Now(), out: bufio.NewWriter(opts.JQ.writer(opts.streams.Out)),
-		jsonOut: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
-	}
+	e := &emitter{opts: opts, s: s, start: time.Now()}
 	// A running count on stderr only while stdout goes elsewhere: on a terminal it would
 	// interleave with the lines for each event.
 	e.prog = newProgress(opts.streams, "sent", "event")
 	e.prog.on = e.prog.on && !opts.streams.IsStdoutTTY()
+	e.acks = emit.NewAcks(opts.JQ.writer(opts.streams.Out), emit.AckOptions{
+		JSON: opts.Output == "json" || (opts.Output == "" && !opts.streams.IsStdoutTTY()),
+		Safe: safeText, Gone: closedPipe, Progress: e.prog.add,
+	})
 	return e
 }
 
 // report writes a line for each event the receiver accepted.
 func (e *emitter) report(events [][]byte, res []deliver.Result) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.prog.add(len(res))
-	for i, r := range res {
-		e.sent++
-		if r.Duplicate {
-			e.dups++
-		}
-		if e.outGone {
-			continue
-		}
-		id := eventID(events[i])
-		if e.jsonOut {
-			b, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
-			e.out.Write(append(b, '\n'))
-		} else {
-			line := "sent " + id
-			if r.Status != 0 {
-				line += fmt.Sprintf(" (%d)", r.Status)
-			}
-			if r.Cursor != "" {
-				line += " at " + r.Cursor
-			}
-			if r.Duplicate {
-				line += ", a duplicate of an event already there"
-			}
-			fmt.Fprintln(e.out, line)
-		}
-	}
-	return e.writeAcks(nil)
-}
-
-// writeAcks writes b and what out holds to stdout; e.mu is held. The lines are a by-product
-// of sending: when stdout's reader has gone (emit | head -1), they are dropped from then on,
-// and emit goes on sending every event it was asked to (closeOutput says so at the end).
-func (e *emitter) writeAcks(b []byte) error {
-	if e.outGone {
-		return nil
-	}
-	_, err := e.out.Write(b)
-	if err == nil {
-		err = e.out.Flush()
-	}
-	if err != nil && closedPipe(err) {
-		e.outGone = true
-		return nil
-	}
-	return err
+	return e.acks.Report(events, res)
 }
 
 // closeOutput writes what is left of the lines, and says once if stdout's reader went away
 // before they were all written.
 func (e *emitter) closeOutput() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_ = e.writeAcks(nil)
-	if e.outGone {
+	if e.acks.Close() {
 		noteDiscarded(e.opts.streams, "event")
 	}
 }
@@ -661,15 +519,15 @@ func noteDiscarded(s *iostreams.IOStreams, what string) {
 
 // delivered returns how many events the receiver has accepted so far.
 func (e *emitter) delivered() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.sent
+	sent, _, _ := e.acks.Counts()
+	return sent
 }
 
 // finish closes a successful run.
 func (e *emitter) finish() {
 	e.prog.done()
-	e.opts.summary(e.prog, e.sent, e.dups, e.start)
+	sent, dups, _ := e.acks.Counts()
+	e.opts.summary(e.prog, sent, dups, e.start)
 }
 
 // group returns how many events go in one request from a spool, and without batches.
@@ -692,20 +550,7 @@ func (o *emitOptions) limiter() *rate.Limiter {
 }
 
 // batch is the events of one request, each with its number (see source).
-type batch struct {
-	events [][]byte
-	nums   []int
-}
-
-// sendFailure is a request that failed: the events it was delivering when it failed (the
-// one, or a whole batch), and why.
-type sendFailure struct {
-	err error
-	batch
-}
-
-func (f *sendFailure) Error() string { return f.err.Error() }
-func (f *sendFailure) Unwrap() error { return f.err }
+type batch = emit.Group
 
 // runDirect sends the events as they are read, without a spool: a failure that stops the
 // run leaves the rest unsent, and the message says which event failed, why, and how many
@@ -719,68 +564,8 @@ func (e *emitter) runDirect(ctx context.Context) error {
 	if opts.File == "" {
 		e.prog.total = opts.total()
 	}
-	group, lim := opts.group(), opts.limiter()
-	// The reader makes groups of events; --concurrency senders deliver them. With one
-	// sender, events arrive in order.
-	jobs := make(chan batch, opts.Concurrency)
-	g, gctx := errgroup.WithContext(ctx)
-	for range opts.Concurrency {
-		g.Go(func() error {
-			for b := range jobs {
-				res, err := e.s.Send(gctx, b.events)
-				if rerr := e.report(b.events, res); err == nil && rerr != nil {
-					return rerr
-				}
-				if err != nil {
-					f := &sendFailure{err: err, batch: b}
-					if opts.Mode != "batch" { // one request per event: the first not delivered failed
-						i := min(len(res), len(b.events)-1)
-						f.batch = batch{events: b.events[i : i+1], nums: b.nums[i : i+1]}
-					}
-					return f
-				}
-			}
-			return nil
-		})
-	}
-	// The reader runs beside the senders: a bad event it finds stops it, while the groups
-	// already handed over are still delivered (a failed delivery stops the reader).
-	readerDone := make(chan error, 1)
-	go func() {
-		readerDone <- func() error {
-			defer close(jobs)
-			for done := false; !done; {
-				var b batch
-				for len(b.events) < group {
-					ev, n, err := next()
-					if err == io.EOF {
-						done = true
-						break
-					}
-					if err != nil {
-						return err
-					}
-					b.events, b.nums = append(b.events, ev), append(b.nums, n)
-				}
-				if len(b.events) == 0 {
-					return nil
-				}
-				if lim != nil {
-					if err := lim.WaitN(gctx, len(b.events)); err != nil {
-						return err
-					}
-				}
-				select {
-				case jobs <- b:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
-			return nil
-		}()
-	}()
-	sendErr := g.Wait()
-	return e.conclude(ctx, sendErr, <-readerDone)
+	res, _ := emit.Run(ctx, emit.Config{Sender: e.s, Unbatched: true, Events: next, Rate: opts.Rate, Concurrency: opts.Concurrency, Acks: e.acks})
+	return e.conclude(ctx, res.SendErr, res.ReadErr)
 }
 
 // conclude ends a run without a spool: it words a failed delivery, which left the rest
@@ -846,7 +631,7 @@ func (e *emitter) failure(err error) error {
 	}
 	var (
 		se *deliver.StatusError
-		f  *sendFailure
+		f  *emit.SendFailure
 	)
 	who := "the receiver"
 	if toNode {
@@ -855,17 +640,11 @@ func (e *emitter) failure(err error) error {
 	switch {
 	case errors.Is(err, deliver.ErrGone):
 		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
-	case errors.As(err, &se) && refusal(se.Status) && errors.As(err, &f):
-		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.batch), statusReason(se)),
+	case errors.As(err, &se) && emit.Refusal(se.Status) && errors.As(err, &f):
+		return withHints(fmt.Errorf("%s refused %s: %s", who, e.describeEvents(f.Group), statusReason(se)),
 			authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err
-}
-
-// refusal reports a final answer about the request itself (4xx but 429): the events, or
-// how they were sent.
-func refusal(status int) bool {
-	return status >= 400 && status < 500 && status != http.StatusTooManyRequests
 }
 
 // statusReason is a refusal's status and the receiver's reason: `400 Bad Request: "source"
@@ -900,11 +679,11 @@ func (e *emitter) describeEvents(b batch) string {
 		}
 		return fmt.Sprintf("numbers %d-%d of %d", first, last, e.opts.total())
 	}
-	if len(b.events) == 1 {
-		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.events[0])), where(b.nums))
+	if len(b.Events) == 1 {
+		return fmt.Sprintf("event %s (%s)", safeText(eventID(b.Events[0])), where(b.Nums))
 	}
-	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.events), "event"),
-		safeText(eventID(b.events[0])), safeText(eventID(b.events[len(b.events)-1])), where(b.nums))
+	return fmt.Sprintf("a batch of %s, %s to %s (%s)", english.Plural(len(b.Events), "event"),
+		safeText(eventID(b.Events[0])), safeText(eventID(b.Events[len(b.Events)-1])), where(b.Nums))
 }
 
 // summary closes a run on a terminal, unless the progress line already did.
@@ -924,7 +703,7 @@ func (o *emitOptions) summary(prog *progress, sent, dups int, start time.Time) {
 	fmt.Fprintln(o.streams.ErrOut)
 }
 
-func eventID(b []byte) string { return gjson.GetBytes(b, "id").String() }
+func eventID(b []byte) string { return emit.EventID(b) }
 
 // deliveryError words a failure that stopped a spool's drain: the request, not one event,
 // was refused (a refused event is dead-lettered), or the target cannot be reached.
@@ -941,7 +720,7 @@ func (e *emitter) deliveryError(err error) error {
 	switch {
 	case errors.Is(err, deliver.ErrGone):
 		return fmt.Errorf("%s answered 410 Gone: it takes no more events; stopping", who)
-	case errors.As(err, &se) && refusal(se.Status):
+	case errors.As(err, &se) && emit.Refusal(se.Status):
 		return withHints(fmt.Errorf("%s refused the request: %s", who, statusReason(se)), authHint(err, toNode, e.opts.node.resolved)...)
 	}
 	return err

@@ -21,8 +21,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
-	"github.com/evtctl/evtctl/internal/deliver"
-	"github.com/evtctl/evtctl/internal/eventgen"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/eventlog"
 	"github.com/evtctl/evtctl/internal/server"
 	"github.com/evtctl/evtctl/pkg/cursor"
@@ -181,7 +180,7 @@ func TestEmitRetriedBatchIsNotDuplicated(t *testing.T) {
 	sc := bufio.NewScanner(out)
 	n, dups := 0, 0
 	for sc.Scan() {
-		var r emitResult
+		var r emit.Ack
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -239,70 +238,6 @@ func TestEmitSlowProducerIsNotHeldUp(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n"); n != 6 {
 		t.Errorf("%d lines on stdout, want 6: %s", n, out)
-	}
-}
-
-// The line of an accepted event is what json.Marshal makes of it, also where the id or the
-// cursor needs escaping.
-func TestAppendResultJSON(t *testing.T) {
-	t.Parallel()
-	for _, id := range []string{"a-1", "", `q"uote`, `back\slash`, "<html>&", "é", "\u2028", "tab\t", "\x7f"} {
-		for _, r := range []deliver.Result{{Status: 200, Cursor: "18ea6461241d1dcb-0000000000000001"}, {Status: 202}, {Status: 200, Cursor: "c<1>", Duplicate: true}} {
-			text, _ := json.Marshal(id)
-			l, err := eventgen.Inspect([]byte(`{"id":` + string(text) + `}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := appendResultJSON(nil, l.ID, r)
-			want, _ := json.Marshal(emitResult{ID: id, Cursor: r.Cursor, Duplicate: r.Duplicate, Status: r.Status})
-			if string(got) != string(want)+"\n" {
-				t.Errorf("id %q, %+v: %s, want %s", id, r, got, want)
-			}
-		}
-	}
-}
-
-// Batches hold as many events as fit in the bytes allowed, at most the events allowed; an
-// event larger than the bytes allowed goes alone.
-func TestBatchSizing(t *testing.T) {
-	t.Parallel()
-	sz := batchSizing{events: 4, bytes: 1000}
-	var b outBatch
-	b.reset()
-	ev := func(size int) ([]byte, eventgen.Line) {
-		e := testEvent("x", size)
-		l, err := eventgen.Inspect(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, l
-	}
-	var sizes []int
-	for _, size := range []int{300, 300, 300, 300, 1500, 200, 200, 200, 200, 200} {
-		e, l := ev(size)
-		if !b.fits(sz, len(e)) {
-			sizes = append(sizes, b.n())
-			if len(b.request(0, b.n())) > sz.bytes && b.n() > 1 {
-				t.Errorf("a batch of %d events is %d bytes", b.n(), len(b.body))
-			}
-			b.reset()
-		}
-		b.add(e, l, 0)
-		if b.full(sz) {
-			sizes = append(sizes, b.n())
-			b.reset()
-		}
-	}
-	sizes = append(sizes, b.n())
-	if fmt.Sprint(sizes) != "[3 1 1 4 1]" {
-		t.Errorf("batches of %v events, want [3 1 1 4 1]", sizes)
-	}
-	e, l := ev(200)
-	b.reset()
-	b.add(e, l, 7)
-	b.add(e, l, 8)
-	if got := b.request(1, 2); string(got) != "["+string(e)+"]" || string(b.body[b.ids[1].start:b.ids[1].end]) != `"x"` {
-		t.Errorf("request(1, 2) = %s", got)
 	}
 }
 

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
-	"github.com/evtctl/evtctl/internal/english"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/client/kafka"
 )
@@ -55,14 +53,6 @@ func (o *emitOptions) kafkaTarget() (cfg kafka.Config, ok bool, err error) {
 	return cfg, true, nil
 }
 
-// kafkaResult is one line of emit's output for a record the topic took.
-type kafkaResult struct {
-	ID        string `json:"id"`
-	Cursor    string `json:"cursor"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-}
-
 // runEmitKafka produces the events to the topic cfg names.
 func runEmitKafka(ctx context.Context, opts *emitOptions, cfg kafka.Config) error {
 	next, err := opts.source(ctx)
@@ -74,44 +64,11 @@ func runEmitKafka(ctx context.Context, opts *emitOptions, cfg kafka.Config) erro
 	if opts.File == "" {
 		e.prog.total = opts.total()
 	}
-	if lim := opts.limiter(); lim != nil {
-		read := next
-		next = func() ([]byte, int, error) {
-			ev, n, err := read()
-			if err == nil {
-				err = lim.Wait(ctx)
-			}
-			return ev, n, err
-		}
-	}
 	po := kafka.ProduceOptions{}
 	if opts.node.flags != nil && opts.node.flags.Changed("timeout") {
 		po.Timeout = opts.Timeout
 	}
-	n, err := kafka.Produce(ctx, cfg, po, next, func(p kafka.Produced) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.sent++
-		e.prog.add(1)
-		if e.outGone {
-			return
-		}
-		var line []byte
-		if e.jsonOut {
-			line, _ = json.Marshal(kafkaResult{ID: p.ID, Cursor: p.Cursor(), Partition: p.Partition, Offset: p.Offset})
-			line = append(line, '\n')
-		} else {
-			line = fmt.Appendf(nil, "sent %s at %s (partition %d, offset %d)\n", safeText(p.ID), p.Cursor(), p.Partition, p.Offset)
-		}
-		_ = e.writeAcks(line)
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if n > 0 {
-			return fmt.Errorf("%w (%s produced before it, to %s)", err, english.Plural(n, "event"), cfg.Node())
-		}
+	if _, err := emit.RunKafka(ctx, emit.KafkaConfig{Topic: cfg, Produce: po, Events: next, Limiter: opts.limiter(), Acks: e.acks}); err != nil {
 		return err
 	}
 	e.finish()

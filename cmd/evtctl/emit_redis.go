@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/time/rate"
 
-	"github.com/evtctl/evtctl/internal/deliver"
-	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/pkg/client"
 	"github.com/evtctl/evtctl/pkg/client/redisstream"
 )
@@ -20,9 +16,6 @@ import (
 // emit --to redis://HOST/DB/STREAM adds the events to a Redis stream as entries, as the
 // Open edX event bus writes them (see redisstream.EntryFields): the events that emit makes
 // from its flags or reads from --file, --batch-size of them (default 100) in one transaction.
-
-// redisEntriesPerSend is how many entries one transaction adds by default.
-const redisEntriesPerSend = 100
 
 // redisTarget reports whether --to names a Redis stream.
 func redisTarget(to string) bool {
@@ -57,79 +50,15 @@ func runEmitRedis(ctx context.Context, opts *emitOptions) (*emitter, error) {
 	if opts.File == "" {
 		e.prog.total = opts.total()
 	}
-	group := redisEntriesPerSend
-	if opts.BatchSize > 0 {
-		group = opts.BatchSize
+	res, _ := emit.RunRedis(ctx, emit.RedisConfig{
+		Producer: p, Events: next, BatchSize: opts.BatchSize, Rate: opts.Rate,
+		Timeout: opts.Timeout, MaxAttempts: opts.MaxAttempts, OnRetry: opts.reportRetry, Acks: e.acks,
+	})
+	sendErr := res.SendErr
+	if ee := (*emit.EntryError)(nil); errors.As(sendErr, &ee) {
+		sendErr = usagef("event %s (%s) cannot be a stream entry: %v", safeText(eventID(ee.Event)), describeNum(opts, ee.Num), ee.Err)
 	}
-	var lim *rate.Limiter
-	if opts.Rate > 0 {
-		// Spread evenly: one entry a transaction.
-		lim, group = rate.NewLimiter(rate.Limit(opts.Rate), 1), 1
-	}
-	var sendErr, readErr error
-	for done := false; !done && sendErr == nil; {
-		var b batch
-		for len(b.events) < group {
-			ev, n, err := next()
-			if err == io.EOF {
-				done = true
-				break
-			}
-			if err != nil {
-				readErr, done = err, true
-				break
-			}
-			b.events, b.nums = append(b.events, ev), append(b.nums, n)
-		}
-		if len(b.events) == 0 {
-			break
-		}
-		if lim != nil {
-			if err := lim.Wait(ctx); err != nil {
-				sendErr = err
-				break
-			}
-		}
-		ids, err := sendRedis(ctx, p, b.events, opts)
-		res := make([]deliver.Result, 0, len(ids))
-		for _, id := range ids {
-			if id == "" {
-				break
-			}
-			res = append(res, deliver.Result{Cursor: id})
-		}
-		if rerr := e.report(b.events, res); err == nil && rerr != nil {
-			err = rerr
-		}
-		if err != nil {
-			var ee *redisstream.EventError
-			if errors.As(err, &ee) {
-				err = usagef("event %s (%s) cannot be a stream entry: %v", safeText(eventID(b.events[ee.Index])), describeNum(opts, b.nums[ee.Index]), ee.Err)
-			}
-			sendErr = err
-		}
-	}
-	return e, e.conclude(ctx, sendErr, readErr)
-}
-
-// sendRedis adds events in one transaction, trying again, up to --max-attempts in all,
-// while the failure is one that waiting may mend. A transaction that failed added nothing;
-// one whose answer was lost may have, and is sent again: the entries then hold the events
-// twice, with the same ids.
-func sendRedis(ctx context.Context, p *redisstream.Producer, events [][]byte, opts *emitOptions) ([]string, error) {
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, opts.Timeout)
-		ids, err := p.Send(actx, events)
-		cancel()
-		if err == nil || ctx.Err() != nil || !client.Retryable(err) || attempt >= opts.MaxAttempts {
-			return ids, err
-		}
-		d := retry.Delay(attempt-1, 200*time.Millisecond, 15*time.Second)
-		opts.reportRetry(attempt, d, err)
-		if err := retry.Sleep(ctx, d); err != nil {
-			return ids, err
-		}
-	}
+	return e, e.conclude(ctx, sendErr, res.ReadErr)
 }
 
 // describeNum names an event by its number: its line of --file, or its place.

@@ -71,7 +71,8 @@ func (e *emitter) runSpooled(ctx context.Context) error {
 		fmt.Fprintf(errOut, "evtctl: %s\n", safeText(failure.Error()))
 	}
 	if waiting == 0 && d.refused == 0 && d.damaged == 0 && readErr == nil && d.failure == nil {
-		e.opts.summary(e.prog, e.sent, e.dups, e.start)
+		sent, dups, _ := e.acks.Counts()
+		e.opts.summary(e.prog, sent, dups, e.start)
 		return nil
 	}
 	msg := "delivered " + english.Plural(e.delivered(), "event")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/evtctl/evtctl/internal/emit"
 	"github.com/evtctl/evtctl/internal/iostreams"
 )
 
@@ -94,7 +95,7 @@ func stdinData(ctx context.Context, s *iostreams.IOStreams, what string) io.Read
 	if s.IsStdinTTY() && what != "" {
 		fmt.Fprintf(s.ErrOut, "reading %s from standard input; Ctrl-D to end\n", what)
 	}
-	if regularFile(s.In) {
+	if emit.RegularFile(s.In) {
 		return s.In // its reads never wait
 	}
 	return &ctxReader{ctx: ctx, r: s.In, res: make(chan readResult, 1)}

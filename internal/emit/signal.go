@@ -1,15 +1,17 @@
-package main
+package emit
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"golang.org/x/time/rate"
 
 	"github.com/evtctl/evtctl/internal/deliver"
 )
@@ -29,7 +31,7 @@ func signalOf(event []byte) (url.Values, []byte, error) {
 	typ := gjson.GetBytes(event, "type").String()
 	i := strings.LastIndexByte(typ, '.')
 	if i <= 0 || i == len(typ)-1 {
-		return nil, nil, usagef("--signal needs --type DOMAIN.NAME (the signal's _domain and _name), got %q", typ)
+		return nil, nil, &InputError{fmt.Errorf("--signal needs --type DOMAIN.NAME (the signal's _domain and _name), got %q", typ)}
 	}
 	v := url.Values{}
 	v.Set("_domain", typ[:i])
@@ -41,7 +43,7 @@ func signalOf(event []byte) (url.Values, []byte, error) {
 	}
 	data := gjson.GetBytes(event, "data")
 	if data.Exists() && !data.IsObject() {
-		return nil, nil, usagef("--signal sends --data as attributes: it must be a JSON object")
+		return nil, nil, &InputError{errors.New("--signal sends --data as attributes: it must be a JSON object")}
 	}
 	data.ForEach(func(k, val gjson.Result) bool {
 		v.Add(k.String(), val.String())
@@ -85,4 +87,77 @@ func (s *signalSender) send(ctx context.Context, event []byte) (int, error) {
 		return 0, fmt.Errorf("cannot reach the consumer: %w", err)
 	}
 	return 0, fmt.Errorf("the consumer answered %d: %w", a.Status, err)
+}
+
+// SignalConfig is a run that sends Evented API signals made from events (see signalOf).
+type SignalConfig struct {
+	Client *deliver.Client // made with deliver.EventedAPIPolicy
+	Format string          // form, json or get
+	// Events yields the events, each with its number; its error is io.EOF when there are
+	// no more.
+	Events func() (ev []byte, n int, err error)
+	Rate   float64 // signals per second; 0: as fast as the consumer takes them
+	// Out takes a line for each signal the consumer accepted, in JSON or as text.
+	Out  io.Writer
+	JSON bool
+	// Gone reports a write error that means Out's reader has gone: the signals still go,
+	// and the result says so. Nil: none does.
+	Gone func(error) bool
+	// Progress, when set, is told of each signal accepted.
+	Progress func(n int)
+}
+
+// SignalResult is what a run of signals did.
+type SignalResult struct {
+	Sent    int
+	OutGone bool // Out's reader went away: the lines of the signals after that were dropped
+}
+
+// RunSignals sends the signals of cfg, one at a time.
+func RunSignals(ctx context.Context, cfg SignalConfig) (SignalResult, error) {
+	var res SignalResult
+	ss := &signalSender{format: cfg.Format, c: cfg.Client}
+	var lim *rate.Limiter
+	if cfg.Rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(cfg.Rate), 1)
+	}
+	for {
+		ev, _, err := cfg.Events()
+		if err == io.EOF {
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		if lim != nil {
+			if err := lim.Wait(ctx); err != nil {
+				return res, err
+			}
+		}
+		status, err := ss.send(ctx, ev)
+		if err != nil {
+			return res, err
+		}
+		res.Sent++
+		if cfg.Progress != nil {
+			cfg.Progress(1)
+		}
+		if res.OutGone {
+			continue
+		}
+		typ := gjson.GetBytes(ev, "type").String()
+		if cfg.JSON {
+			b, _ := json.Marshal(struct {
+				Signal string `json:"signal"`
+				Status int    `json:"status"`
+			}{typ, status})
+			_, err = cfg.Out.Write(append(b, '\n'))
+		} else {
+			_, err = fmt.Fprintf(cfg.Out, "signalled %s (%d)\n", typ, status)
+		}
+		if err != nil && (cfg.Gone == nil || !cfg.Gone(err)) {
+			return res, err
+		}
+		res.OutGone = err != nil
+	}
 }
