@@ -228,15 +228,19 @@ func (f *rangeFixture) runLimited(t *testing.T, opts RangeOptions, needed int) (
 	base := rec.NumCalls()
 	rec.HoldFrom(base + needed + 1)
 	defer rec.HoldFrom(0)
-	ctx, cancel := testwait.Context(t, context.Background()) // a range that waits for a held call fails here
+	// A range that waits for a held call fails here, within a minute (a loaded machine's
+	// pages take far less), saying which calls it made.
+	ctx, cancel := testwait.Context(t, context.Background())
 	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
 	err := f.c.Range(ctx, opts, func(items []Item) error {
 		sizes = append(sizes, len(items))
 		got = append(got, cursorsOf(items)...)
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("Range %+v: %v (did it want more than %d calls?)", opts, err, needed)
+		t.Fatalf("Range %+v: %v (did it want more than %d calls? it made %+v)", opts, err, needed, rec.Calls()[base:])
 	}
 	calls := rec.Calls()[base:]
 	served := 0
