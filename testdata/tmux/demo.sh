@@ -11,25 +11,8 @@
 set -eu
 : "${EVTCTL:?}" "${WORK:?}"
 
-sock="$WORK/tmux.sock"
-t() { tmux -u -S "$sock" -f /dev/null "$@"; }
-screen() { t capture-pane -p -t ui; }
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- the screen:" >&2
-	screen >&2 || true
-	t kill-server 2>/dev/null || true
-	exit 1
-}
-# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
-wait_for() {
-	i=0
-	until screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
-		sleep 0.05
-	done
-}
+TMUX_UTF8=1
+. "$(dirname "$0")/lib.sh"
 # The commands on the screen say evtctl; here that is the test binary.
 evtctl() { "$EVTCTL" "$@"; }
 

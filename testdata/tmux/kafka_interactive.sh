@@ -12,25 +12,7 @@
 set -eu
 : "${EVTCTL:?}" "${TOPIC:?}" "${WORK:?}"
 
-sock="$WORK/tmux.sock"
-t() { tmux -S "$sock" -f /dev/null "$@"; }
-screen() { t capture-pane -p -t ui; }
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- the screen:" >&2
-	screen >&2 || true
-	t kill-server 2>/dev/null || true
-	exit 1
-}
-# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
-wait_for() {
-	i=0
-	until screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
-		sleep 0.05
-	done
-}
+. "$(dirname "$0")/lib.sh"
 
 t new-session -d -s ui -x 120 -y 40 -c "$WORK" \
 	"env EVTCTL_TEST_AS_MAIN=1 '$EVTCTL' tail -i --node '$TOPIC' --keep 100 --page-size 50; echo \"exit=\$?\" > '$WORK/status'; exec sleep 60"

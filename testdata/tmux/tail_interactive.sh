@@ -12,34 +12,7 @@
 set -eu
 : "${EVTCTL:?}" "${EVTCTL_NODE:?}" "${WORK:?}"
 
-sock="$WORK/tmux.sock"
-t() { tmux -S "$sock" -f /dev/null "$@"; }
-screen() { t capture-pane -p -t ui; }
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- the screen:" >&2
-	screen >&2 || true
-	t kill-server 2>/dev/null || true
-	exit 1
-}
-# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
-wait_for() {
-	i=0
-	until screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
-		sleep 0.05
-	done
-}
-# wait_gone TEXT: wait until the screen no longer shows TEXT.
-wait_gone() {
-	i=0
-	while screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen still shows: $1"
-		sleep 0.05
-	done
-}
+. "$(dirname "$0")/lib.sh"
 # emit TYPE N: send N events in one request; prints the cursor of the last one.
 emit() {
 	"$EVTCTL" emit --type "$1" --source /tmux --count "$2" --mode batch --data '{"n":{{.Seq}}}' -o json |

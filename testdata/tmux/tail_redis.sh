@@ -12,24 +12,7 @@
 set -eu
 : "${EVTCTL:?}" "${STREAM:?}" "${WORK:?}"
 
-sock="$WORK/tmux.sock"
-t() { tmux -S "$sock" -f /dev/null "$@"; }
-screen() { t capture-pane -p -t ui; }
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- the screen:" >&2
-	screen >&2 || true
-	t kill-server 2>/dev/null || true
-	exit 1
-}
-wait_for() {
-	i=0
-	until screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
-		sleep 0.05
-	done
-}
+. "$(dirname "$0")/lib.sh"
 # add ID: add one entry to the stream, as the Open edX event bus would.
 add() {
 	"$EVTCTL" emit --to "$STREAM" --type org.openedx.learning.course.enrollment.changed.v1 \

@@ -19,25 +19,9 @@
 set -eu
 : "${EVTCTL:?}" "${EVTCTL_NODE:?}" "${WORK:?}"
 
-sock="$WORK/tmux.sock"
-t() { tmux -u -S "$sock" -f /dev/null "$@"; }
-screen() { t capture-pane -p -J -t ui; }
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- the screen:" >&2
-	screen >&2 || true
-	t kill-server 2>/dev/null || true
-	exit 1
-}
-# wait_for TEXT: wait (up to 20 s) until the screen shows TEXT, a fixed string.
-wait_for() {
-	i=0
-	until screen | grep -qF -- "$1"; do
-		i=$((i + 1))
-		[ "$i" -lt 400 ] || fail "the screen never showed: $1"
-		sleep 0.05
-	done
-}
+TMUX_UTF8=1
+CAPTURE_JOIN=1
+. "$(dirname "$0")/lib.sh"
 # open WIDTH ARGS...: runs evtctl ARGS in a new session WIDTH columns wide, 30 lines high.
 open() {
 	width=$1
