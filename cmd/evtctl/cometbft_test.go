@@ -359,22 +359,7 @@ func cmdCmtCancelled(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
 	ch := v.(<-chan cometbfttest.WSEvent)
-	got, ended := 0, ""
-	for ended == "" {
-		select {
-		case ev, ok := <-ch:
-			switch {
-			case !ok:
-				ended = "closed"
-			case ev.Err != "":
-				ended = ev.Err
-			case ev.Data.Get("value.TxResult").Exists():
-				got++
-			}
-		case <-time.After(5 * time.Second):
-			ended = "quiet"
-		}
-	}
+	got, ended := cometbfttest.CountTxs(ch, 5*time.Second)
 	ts.Logf("the websocket subscriber got %d of %d transactions, then: %s", got, n, ended)
 	if got >= n || !strings.Contains(ended, "subscription was canceled") {
 		ts.Fatalf("cmtcancelled: the subscriber got %d of %d and ended with %q: the node did not cancel it", got, n, ended)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
@@ -54,4 +55,25 @@ func Subscribe(ctx context.Context, node *Node, query string) (<-chan WSEvent, e
 		}
 	}()
 	return out, nil
+}
+
+// CountTxs reads a subscription's events until it ends, or until none has come for quiet:
+// how many were transactions, and how it ended ("closed", "quiet", or the node's error).
+func CountTxs(ch <-chan WSEvent, quiet time.Duration) (txs int, ended string) {
+	for ended == "" {
+		select {
+		case ev, ok := <-ch:
+			switch {
+			case !ok:
+				ended = "closed"
+			case ev.Err != "":
+				ended = ev.Err
+			case ev.Data.Get("value.TxResult").Exists():
+				txs++
+			}
+		case <-time.After(quiet):
+			ended = "quiet"
+		}
+	}
+	return txs, ended
 }

@@ -222,22 +222,7 @@ func testBurst(t *testing.T, node *cometbfttest.Node, n int) {
 	if delivered != n {
 		t.Fatalf("%d delivered, want %d", delivered, n)
 	}
-	got, ended := 0, ""
-	for ended == "" {
-		select {
-		case ev, ok := <-ws:
-			switch {
-			case !ok:
-				ended = "closed"
-			case ev.Err != "":
-				ended = ev.Err
-			case ev.Data.Get("value.TxResult").Exists():
-				got++
-			}
-		case <-time.After(2 * time.Second):
-			ended = "quiet"
-		}
-	}
+	got, ended := cometbfttest.CountTxs(ws, 2*time.Second)
 	t.Logf("the reader delivered all %d transactions once; the websocket subscriber got %d, then: %s", n, got, ended)
 	if got >= n || !strings.Contains(ended, "subscription was canceled") {
 		t.Errorf("the websocket subscriber got %d of %d and ended with %q: it was not cancelled", got, n, ended)
