@@ -13,6 +13,9 @@ func ReadPath(t testing.TB, min uint64) {
 	t.Cleanup(func() { readerMinOverride = prev })
 }
 
+// UseReadPath is ReadPath for one store, which tests running at once can each set.
+func UseReadPath(s *Store, min uint64) { s.readerMinFor.Store(min) }
+
 // SharedFor makes a node publish in shared mode for d after it sees another writer, until
 // the test ends.
 func SharedFor(t testing.TB, d time.Duration) {

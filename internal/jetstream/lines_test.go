@@ -56,8 +56,10 @@ func TestOlderLinesReadBack(t *testing.T) {
 
 // The shared store suite on each older line.
 func TestSuiteOlderLines(t *testing.T) {
+	t.Parallel()
 	for _, line := range olderLines {
 		t.Run(line, func(t *testing.T) {
+			t.Parallel()
 			srv := natstest.Start(t, natstest.NeedLine(t, line), natstest.Config{})
 			runSuite(t, srv.URL(), 1, false)
 		})

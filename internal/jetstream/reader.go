@@ -72,6 +72,8 @@ const (
 // for batched gets (2.11+) and 45k–55k/s for single gets sent 64 at once (2.10).
 func (s *Store) readerMin() uint64 {
 	switch {
+	case s.readerMinFor.Load() > 0:
+		return s.readerMinFor.Load()
 	case readerMinOverride > 0:
 		return readerMinOverride
 	case s.caps().batchGet:
@@ -80,7 +82,8 @@ func (s *Store) readerMin() uint64 {
 	return 64
 }
 
-// readerMinOverride replaces readerMin in tests, which run the suite through each path.
+// readerMinOverride replaces readerMin in tests, which run the suite through each path;
+// Store.readerMinFor replaces it for one store, so that tests of each path can run at once.
 var readerMinOverride uint64
 
 // readers holds the parked readers.

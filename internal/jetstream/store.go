@@ -116,6 +116,7 @@ type Store struct {
 	atomic       atomic.Bool // the stream takes atomic batches
 	batches      chan struct{}
 	rd           readers
+	readerMinFor atomic.Uint64 // replaces readerMin when set (tests)
 
 	capsV      atomic.Pointer[caps]
 	directOK   atomic.Bool // the stream allows direct gets

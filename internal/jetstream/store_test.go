@@ -42,7 +42,9 @@ func openOpts(t testing.TB, o jetstream.Options, cfg storetest.Config) *jetstrea
 var suiteStreams atomic.Int64
 
 // backend runs the shared suite on fresh streams of the servers at url.
-func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
+// readMin, when not 0, is the store's ReadPath (UseReadPath): the suite's runs through each
+// read path then run at once.
+func backend(url string, replicas int, atomicBatches bool, readMin uint64) storetest.Backend {
 	n := &suiteStreams
 	var mu sync.Mutex
 	names := map[eventlog.Store]string{}
@@ -52,6 +54,9 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 			b = jetstream.BatchesAtomic
 		}
 		s := openOpts(t, jetstream.Options{URL: url, Stream: name, Replicas: replicas, Batches: b}, cfg)
+		if readMin > 0 {
+			jetstream.UseReadPath(s, readMin)
+		}
 		mu.Lock()
 		names[s] = name
 		mu.Unlock()
@@ -94,19 +99,21 @@ func backend(url string, replicas int, atomicBatches bool) storetest.Backend {
 // stages each atomic batch in files of its own, which makes them slow: the cluster run and
 // the node's end-to-end tests cover atomic batches).
 func TestSuite(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Solo(t)
 	runSuite(t, srv.ClientURL(), 1, false)
 }
 
-// runSuite runs the suite twice: ascending reads through consumers, and through direct gets.
+// runSuite runs the suite twice at once: ascending reads through consumers, and through
+// direct gets.
 func runSuite(t *testing.T, url string, replicas int, atomicBatches bool) {
 	t.Run("consumers", func(t *testing.T) {
-		jetstream.ReadPath(t, 1)
-		storetest.Run(t, backend(url, replicas, atomicBatches))
+		t.Parallel()
+		storetest.Run(t, backend(url, replicas, atomicBatches, 1))
 	})
 	t.Run("direct", func(t *testing.T) {
-		jetstream.ReadPath(t, 1<<62)
-		storetest.Run(t, backend(url, replicas, atomicBatches))
+		t.Parallel()
+		storetest.Run(t, backend(url, replicas, atomicBatches, 1<<62))
 	})
 }
 
@@ -384,16 +391,17 @@ func TestDeletedStreamIsRecreated(t *testing.T) {
 // The suite again, on a stream replicated three times in a cluster of three servers: reads
 // are answered by any replica, which may be a little behind the leader.
 func TestSuiteCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a JetStream cluster")
 	}
 	url := natstest.NewInProcess(t, natstest.InProcessConfig{Servers: 3}).URL()
 	// Each read path is held to the suite on one server (TestSuite); here the node chooses as
 	// it does in use, so that the suite runs once against replication and leaders.
-	t.Run("atomic", func(t *testing.T) { storetest.Run(t, backend(url, 3, true)) })
+	t.Run("atomic", func(t *testing.T) { t.Parallel(); storetest.Run(t, backend(url, 3, true, 0)) })
 	// Event by event, as on servers before 2.12: not chained on a replicated stream (see
 	// chainable), stored times from the node's consumer.
-	t.Run("each", func(t *testing.T) { storetest.Run(t, backend(url, 3, false)) })
+	t.Run("each", func(t *testing.T) { t.Parallel(); storetest.Run(t, backend(url, 3, false, 0)) })
 	// A replicated stream takes batches atomically unless told otherwise.
 	s := openOpts(t, jetstream.Options{URL: url, Stream: "AUTO3", Replicas: 3}, storetest.Config{})
 	defer s.Close()
