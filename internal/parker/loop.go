@@ -73,10 +73,10 @@ func (p *Parker) eventLoop(lw *worker) {
 // yield lets the workers send the replies that wait for them before the event loop looks
 // for more input: when a head moves, the calls it wakes are answered first, and the next
 // long-polls of those answered, which come meanwhile, are read and parked after, rather than
-// taking a third of the processors (the event loop's share beside two workers) from the
-// replies still to send. It does not wait for a worker: it only puts the loop behind the
-// goroutines ready to run, and with none ready (every worker stuck in a read of the log, or
-// none busy) the loop goes on at once.
+// taking the processor from the replies still to send at each of the loop's turns beside the
+// workers. It does not wait for a worker: it only puts the loop behind the goroutines ready
+// to run, and with none ready (every worker stuck in a read of the log, or none busy) the
+// loop goes on at once.
 func (p *Parker) yield() {
 	if p.tasks.repliesWaiting() {
 		runtime.Gosched()
