@@ -1,6 +1,7 @@
 package parker
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/rawpoll"
@@ -9,6 +10,7 @@ import (
 // eventLoop reads the poller's events: it reads the input that comes on an idle connection
 // and parks the calls it can without reading the log, leaving other requests to a worker; a
 // hang-up of a waiting connection ends its call. It never waits for a worker, nor on the log.
+// While replies wait for the workers, it gives way to them after each look (yield).
 func (p *Parker) eventLoop(lw *worker) {
 	defer p.loops.Done()
 	evs := make([]rawpoll.Event, 256)
@@ -64,6 +66,20 @@ func (p *Parker) eventLoop(lw *worker) {
 		}
 		p.dispatchReads(toWorkers)
 		reads = toWorkers
+		p.yield()
+	}
+}
+
+// yield lets the workers send the replies that wait for them before the event loop looks
+// for more input: when a head moves, the calls it wakes are answered first, and the next
+// long-polls of those answered, which come meanwhile, are read and parked after, rather than
+// taking the processor from the replies still to send at each of the loop's turns beside the
+// workers. It does not wait for a worker: it only puts the loop behind the goroutines ready
+// to run, and with none ready (every worker stuck in a read of the log, or none busy) the
+// loop goes on at once.
+func (p *Parker) yield() {
+	if p.tasks.repliesWaiting() {
+		runtime.Gosched()
 	}
 }
 

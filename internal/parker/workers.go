@@ -3,6 +3,7 @@ package parker
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/rawpoll"
@@ -33,7 +34,8 @@ const maxQueuedReads = 4096
 const MaxQueuedReads = maxQueuedReads
 
 // dispatch hands connections to the workers, taskSize to a task, without waiting for them:
-// the wakes and expiries of any number of connections are queued.
+// the wakes and expiries of any number of connections are queued. The tasks hold pcs itself,
+// which the caller leaves to them.
 func (p *Parker) dispatch(kind taskKind, pcs []*conn) { p.tasks.put(kind, pcs) }
 
 // dispatchReads hands connections whose requests read the log to the workers, a connection
@@ -54,17 +56,19 @@ func (p *Parker) dispatchReads(pcs []*conn) {
 // stuck in a read of the log. It holds no more than a task per connection the parker holds
 // (a connection is in one task at a time), and reads up to maxQueuedReads.
 type taskQueue struct {
-	mu     sync.Mutex
-	more   sync.Cond // signalled when a task is put, broadcast when closed
-	tasks  []task
-	head   int // tasks[head:] wait
-	reads  int // connections in the read tasks waiting
-	closed bool
+	mu      sync.Mutex
+	more    sync.Cond // signalled when a task is put, broadcast when closed
+	tasks   []task
+	head    int // tasks[head:] wait
+	reads   int // connections in the read tasks waiting
+	closed  bool
+	replies atomic.Int32 // wake and expiry tasks waiting: changed under mu, read without it
 }
 
 func (q *taskQueue) init() { q.more.L = &q.mu }
 
-// put queues tasks of up to taskSize of pcs.
+// put queues tasks of up to taskSize of pcs (a wake or an expiry), each holding its part of
+// pcs, which the caller no longer changes: a wake allocates nothing here.
 func (q *taskQueue) put(kind taskKind, pcs []*conn) {
 	if len(pcs) == 0 {
 		return
@@ -72,8 +76,9 @@ func (q *taskQueue) put(kind taskKind, pcs []*conn) {
 	q.mu.Lock()
 	for len(pcs) > 0 {
 		n := min(len(pcs), taskSize)
-		q.tasks = append(q.tasks, task{kind: kind, pcs: append([]*conn(nil), pcs[:n]...)})
+		q.tasks = append(q.tasks, task{kind: kind, pcs: pcs[:n:n]})
 		pcs = pcs[n:]
+		q.replies.Add(1)
 		q.more.Signal()
 	}
 	q.mu.Unlock()
@@ -111,6 +116,8 @@ func (q *taskQueue) take() (t task, ok bool) {
 	q.head++
 	if t.kind == taskRead {
 		q.reads -= len(t.pcs)
+	} else {
+		q.replies.Add(-1)
 	}
 	switch {
 	case q.head == len(q.tasks):
@@ -122,6 +129,9 @@ func (q *taskQueue) take() (t task, ok bool) {
 	}
 	return t, true
 }
+
+// repliesWaiting says whether wakes or expiries wait for a worker: replies to send.
+func (q *taskQueue) repliesWaiting() bool { return q.replies.Load() > 0 }
 
 // queuedReads is the number of connections whose requests wait for a worker.
 func (q *taskQueue) queuedReads() int {

@@ -48,3 +48,52 @@ func TestTaskQueue(t *testing.T) {
 		t.Fatal("a task from a closed, empty queue")
 	}
 }
+
+// The woken calls go to the workers in the slice they were taken in, without a copy per
+// task: handing a wake to the workers allocates nothing once the queue has grown.
+func TestTaskQueuePutAllocates(t *testing.T) {
+	var q taskQueue
+	q.init()
+	conns := make([]*conn, 4*taskSize)
+	for i := range conns {
+		conns[i] = &conn{slot: uint32(i)}
+	}
+	cycle := func() {
+		q.put(taskWake, conns)
+		for range 4 {
+			if tk, ok := q.take(); !ok || len(tk.pcs) != taskSize {
+				t.Fatalf("took %v %d", ok, len(tk.pcs))
+			}
+		}
+	}
+	cycle() // the queue grows to hold four tasks
+	if n := testing.AllocsPerRun(100, cycle); n != 0 {
+		t.Fatalf("a wake of %d calls allocated %.0f times", len(conns), n)
+	}
+}
+
+// The event loop tells whether replies wait for the workers (a wake or an expiry queued),
+// as against requests that read the log, for which it need not give way.
+func TestTaskQueueRepliesWaiting(t *testing.T) {
+	var q taskQueue
+	q.init()
+	conns := []*conn{{slot: 0}, {slot: 1}, {slot: 2}}
+	if q.repliesWaiting() {
+		t.Fatal("replies waiting in an empty queue")
+	}
+	q.putReads(conns[:1])
+	if q.repliesWaiting() {
+		t.Fatal("replies waiting with only a read queued")
+	}
+	q.put(taskWake, conns[1:2])
+	q.put(taskExpire, conns[2:])
+	for _, want := range []bool{true, true, false} { // after the read, the wake, the expiry
+		tk, ok := q.take()
+		if !ok {
+			t.Fatal("nothing to take")
+		}
+		if got := q.repliesWaiting(); got != want {
+			t.Fatalf("after taking a task of kind %d: replies waiting %v, want %v", tk.kind, got, want)
+		}
+	}
+}
