@@ -163,6 +163,9 @@ type binaryMemo struct {
 	ct             string
 	ctParams       map[string]string // read only
 	keys           []span            // the data scanner's scratch space
+	// learn, when set, is given the text of a successful event's members but its id and
+	// time (see attrTemplate).
+	learn *attrTemplate
 }
 
 // buildBinary validates the attributes hs (in any order; hs is sorted in place) and
@@ -326,34 +329,12 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 
 	start := len(dst)
 	out := slices.Grow(dst, size)
-	out = append(out, `{"specversion":"1.0","id":`...)
-	out = appendJSONString(out, ev.ID)
-	out = append(out, `,"source":`...)
-	out = appendJSONString(out, ev.Source)
-	out = append(out, `,"type":`...)
-	out = appendJSONString(out, ev.Type)
-	if set[kSubject] {
-		out = append(out, `,"subject":`...)
-		out = appendJSONString(out, attrs[kSubject])
-	}
+	out = appendID(out, ev.ID)
+	out = appendMid(out, ev.Source, ev.Type, set[kSubject], attrs[kSubject])
 	if set[kTime] {
-		out = append(out, `,"time":`...)
-		out = appendJSONString(out, attrs[kTime])
+		out = appendTime(out, attrs[kTime])
 	}
-	if hasCT {
-		out = append(out, `,"datacontenttype":`...)
-		out = appendJSONString(out, ct)
-	}
-	if set[kDataschema] {
-		out = append(out, `,"dataschema":`...)
-		out = appendJSONString(out, attrs[kDataschema])
-	}
-	for _, x := range exts {
-		out = append(out, ',', '"')
-		out = append(out, x.name...)
-		out = append(out, '"', ':')
-		out = appendJSONString(out, x.value)
-	}
+	out = appendTail(out, ct, hasCT, set[kDataschema], attrs[kDataschema], exts)
 	if len(body) > 0 {
 		var err *Error
 		var keys *[]span
@@ -369,7 +350,62 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		return nil, Event{}, err
 	}
 	ev.JSON = out[start:len(out):len(out)]
+	if memo != nil && memo.learn != nil {
+		t := memo.learn
+		t.mid = appendMid(t.mid[:0], ev.Source, ev.Type, set[kSubject], attrs[kSubject])
+		t.tail = appendTail(t.tail[:0], ct, hasCT, set[kDataschema], attrs[kDataschema], exts)
+		t.ctParams = ctParams
+	}
 	return out, ev, nil
+}
+
+// A binary-mode event in the JSON format is, member by member: appendID, appendMid,
+// appendTime when it has a time, appendTail, then its data and a closing brace. Events of
+// one producer differ mostly in id and time: an attrTemplate keeps the rest as text.
+
+// appendID appends the start of an event: its specversion and id.
+func appendID(out []byte, id string) []byte {
+	out = append(out, `{"specversion":"1.0","id":`...)
+	return appendJSONString(out, id)
+}
+
+// appendMid appends an event's members between id and time.
+func appendMid(out []byte, source, typ string, hasSubject bool, subject string) []byte {
+	out = append(out, `,"source":`...)
+	out = appendJSONString(out, source)
+	out = append(out, `,"type":`...)
+	out = appendJSONString(out, typ)
+	if hasSubject {
+		out = append(out, `,"subject":`...)
+		out = appendJSONString(out, subject)
+	}
+	return out
+}
+
+// appendTime appends an event's time member.
+func appendTime(out []byte, t string) []byte {
+	out = append(out, `,"time":`...)
+	return appendJSONString(out, t)
+}
+
+// appendTail appends an event's members between time and data: datacontenttype,
+// dataschema and the extensions, sorted.
+func appendTail(out []byte, ct string, hasCT, hasSchema bool, schema string, exts []ceHeader) []byte {
+	if hasCT {
+		out = append(out, `,"datacontenttype":`...)
+		out = appendJSONString(out, ct)
+	}
+	if hasSchema {
+		out = append(out, `,"dataschema":`...)
+		out = appendJSONString(out, schema)
+	}
+	for _, x := range exts {
+		out = append(out, ',', '"')
+		out = append(out, x.name...)
+		out = append(out, '"', ':')
+		out = appendJSONString(out, x.value)
+	}
+	return out
 }
 
 func byNameKey(a, b ceHeader) int {
