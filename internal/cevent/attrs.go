@@ -104,7 +104,7 @@ func (t *attrTemplate) build(dst []byte, attrs []Attr, body []byte, lim Limits, 
 	out = append(out, t.tail...)
 	if len(body) > 0 {
 		var err *Error // said by the full decode
-		if out, err = appendBinaryData(out, body, t.ct, t.hasCT, t.ctParams, "", keys); err != nil {
+		if out, ev.Spaced, err = appendBinaryData(out, body, t.ct, t.hasCT, t.ctParams, "", keys); err != nil {
 			return nil, Event{}, false
 		}
 	}

@@ -341,7 +341,7 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		if memo != nil {
 			keys = &memo.keys
 		}
-		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
+		if out, ev.Spaced, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
 			return nil, Event{}, err
 		}
 	}
@@ -430,9 +430,10 @@ func nonEmpty(name string) func(string) *Error {
 	return func(v string) *Error { return checkNonEmpty(name, v) }
 }
 
-// appendBinaryData appends the data or data_base64 member for a binary-mode body.
-// keys, when not nil, is scratch space for the scanner that it keeps.
-func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, *Error) {
+// appendBinaryData appends the data or data_base64 member for a binary-mode body, and
+// reports whether it holds insignificant whitespace (JSON data kept as it came). keys, when
+// not nil, is scratch space for the scanner that it keeps.
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, bool, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || IsJSONMediaType(ct):
@@ -455,21 +456,21 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		}
 		if err == nil {
 			if len(s.out)-start == len(body) {
-				return s.out, nil // compact already: the copy is the body
+				return s.out, false, nil // compact already: the copy is the body
 			}
-			return append(s.out[:start], body...), nil
+			return append(s.out[:start], body...), true, nil
 		}
 		if hasCT {
-			return nil, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
+			return nil, false, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
 		}
 		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
 	case textData(ct, params, body):
 		out = append(out, `,"data":`...)
-		return appendJSONString(out, string(body)), nil
+		return appendJSONString(out, string(body)), false, nil
 	}
 	out = append(out, `,"data_base64":"`...)
 	out = base64.StdEncoding.AppendEncode(out, body)
-	return append(out, '"'), nil
+	return append(out, '"'), false, nil
 }
 
 // IsTextData reports whether data that is not JSON, of media type ct, goes in an event's

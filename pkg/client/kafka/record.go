@@ -191,6 +191,7 @@ type built struct {
 	cur, ev   span   // the cursor's text and the event's JSON string in raw
 	dataStart int
 	typ       string // the event's type; "" if ev's JSON string holds no escape (take it from raw)
+	spaced    bool   // raw holds insignificant whitespace (JSON data as the record has it)
 }
 
 // build makes the item of record r, or reports ok false when m rejects its event.
@@ -240,7 +241,7 @@ func (d *decoder) build(r *kgo.Record, m *matcher) (it built, ok bool) {
 		}
 		out = append(out, '}', '\n')
 		d.mem.took(out)
-		it = built{raw: lineRaw(out), cur: cur, ev: ev, dataStart: start}
+		it = built{raw: lineRaw(out), cur: cur, ev: ev, dataStart: start, spaced: e.Spaced}
 		it.typ = d.intern(typ, out[ev.start:ev.end])
 		return it, true
 	case looksStructured(r.Value) && (!hasCT || cevent.IsJSONMediaType(ct)):
@@ -286,14 +287,14 @@ func (d *decoder) structured(r *kgo.Record, m *matcher, h header) (built, bool) 
 	b = append(b, ev.JSON...)
 	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start, spaced: ev.Spaced}
 	it.typ = d.intern(ev.Type, b[evs.start:evs.end])
 	return it, true
 }
 
 // wrap makes the event of a record that is no CloudEvent (see the top of this file).
 func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
-	js := d.wrapEvent(r, why)
+	js, spaced := d.wrapEvent(r, why)
 	if !m.all && !m.q.MatchJSON(js) {
 		return built{}, false
 	}
@@ -302,13 +303,14 @@ func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
 	b = append(b, js...)
 	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start, spaced: spaced}
 	it.typ = d.intern(d.topic, b[evs.start:evs.end])
 	return it, true
 }
 
-// wrapEvent is the CloudEvent made from record r, in the JSON format.
-func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
+// wrapEvent is the CloudEvent made from record r, in the JSON format, and whether it holds
+// insignificant whitespace (the record's JSON value as it is).
+func (d *decoder) wrapEvent(r *kgo.Record, why string) ([]byte, bool) {
 	attrs := d.wrapAttrs(r, why)
 	ct, hasCT := "", false
 	for _, h := range r.Headers {
@@ -342,9 +344,9 @@ func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
 		b = cevent.AppendJSONString(b, d.topic)
 		b = append(b, `,"notcloudevent":`...)
 		b = appendJSONClean(b, cleanText(err.Error()))
-		return append(b, '}')
+		return append(b, '}'), false
 	}
-	return ev.JSON
+	return ev.JSON, ev.Spaced
 }
 
 // wrapAttrs are the attributes of the event made from r.

@@ -470,8 +470,9 @@ func itemOf(b built, pos string) client.Item {
 			Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
 			Event:  b.typ,
 		},
-		Raw: raw,
-		Pos: pos,
+		Raw:     raw,
+		Pos:     pos,
+		Compact: !b.spaced,
 	}
 	if it.Event == "" && b.ev.end-b.ev.start > 2 {
 		it.Event = unsafe.String(&raw[b.ev.start+1], b.ev.end-b.ev.start-2)
