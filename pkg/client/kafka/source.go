@@ -531,6 +531,33 @@ func (a *arena) text(p []int64) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// itemSlices are pages' item slices, with reuse: a page of a thousand items is a slice
+// of over a hundred kilobytes, made for every page otherwise.
+var itemSlices = sync.Pool{New: func() any { return new([]client.Item) }}
+
+// maxPooledItems bounds the slices kept.
+const maxPooledItems = 4096
+
+// newItems returns an empty slice of items with room for n, from the pool with reuse.
+func newItems(n int, reuse bool) []client.Item {
+	if reuse {
+		if s := *itemSlices.Get().(*[]client.Item); cap(s) >= n {
+			return s[:0]
+		}
+	}
+	return make([]client.Item, 0, n)
+}
+
+// releaseItems gives a page's item slice back to the pool, holding nothing.
+func releaseItems(s []client.Item) {
+	if cap(s) == 0 || cap(s) > maxPooledItems {
+		return
+	}
+	clear(s[:cap(s)])
+	s = s[:0]
+	itemSlices.Put(&s)
+}
+
 // release gives pooled chunks back.
 func (a *arena) release() {
 	for _, c := range a.chunks {
