@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ type decoder struct {
 	source string // of events made from records
 	ad     cevent.AttrDecoder
 	attrs  []cevent.Attr
+	from   []int // the header each of attrs comes from
+	plan   *scanPlan
+	missed int    // records scanned in full since plan was made
 	doc    []byte // scratch: the attributes of a binary-mode record as a JSON object
 	types  map[string]string
 	mem    *arena // where items are made
@@ -103,27 +107,42 @@ type header struct {
 }
 
 // scan reads r's headers into d.attrs (views of the record's memory) and h.
-func (d *decoder) scan(r *kgo.Record) (h header) {
-	d.attrs = d.attrs[:0]
+func (d *decoder) scan(r *kgo.Record) header {
+	if p := d.plan; p != nil && p.fits(r.Headers) {
+		return p.apply(d, r.Headers)
+	}
+	h, ctAt, dctAt := d.scanAll(r.Headers)
+	if d.missed++; d.plan == nil || d.missed >= planEvery {
+		d.plan, d.missed = newScanPlan(r.Headers, d.attrs, d.from, h, ctAt, dctAt), 0
+	}
+	return h
+}
+
+// scanAll is scan without a plan: it also returns the indexes of the headers that give
+// h.ct and h.dct (-1 for none).
+func (d *decoder) scanAll(hs []kgo.RecordHeader) (h header, ctAt, dctAt int) {
+	d.attrs, d.from = d.attrs[:0], d.from[:0]
+	ctAt, dctAt = -1, -1
 	var bare [len(bareExtensions)]int // index+1 in r.Headers
-	for i := range r.Headers {
-		k := r.Headers[i].Key
-		v := view(r.Headers[i].Value)
+	for i := range hs {
+		k := hs[i].Key
+		v := view(hs[i].Value)
 		switch {
 		case len(k) > 3 && (k[0] == 'c' || k[0] == 'C') && (k[1] == 'e' || k[1] == 'E') && k[2] == '_':
 			h.binary = true
 			name := lowerASCII(k[3:])
 			if name == "datacontenttype" {
 				if !h.hasDCT {
-					h.dct, h.hasDCT = v, true
+					h.dct, h.hasDCT, dctAt = v, true, i
 				}
 				continue
 			}
 			d.attrs = append(d.attrs, cevent.Attr{Name: name, Key: k, Value: v})
+			d.from = append(d.from, i)
 		case cevent.EqualFold(k, "content-type"):
 			h.ctCount++
 			if !h.hasCT {
-				h.ct, h.hasCT = v, true
+				h.ct, h.hasCT, ctAt = v, true, i
 			}
 		default:
 			for j, name := range bareExtensions {
@@ -134,14 +153,73 @@ func (d *decoder) scan(r *kgo.Record) (h header) {
 		}
 	}
 	if !h.binary {
-		return h
+		return h, ctAt, dctAt
 	}
 	for j, name := range bareExtensions {
 		if bare[j] == 0 || d.hasAttr(name) {
 			continue
 		}
-		hd := &r.Headers[bare[j]-1]
+		hd := &hs[bare[j]-1]
 		d.attrs = append(d.attrs, cevent.Attr{Name: name, Key: hd.Key, Value: view(hd.Value)})
+		d.from = append(d.from, bare[j]-1)
+	}
+	return h, ctAt, dctAt
+}
+
+// A scanPlan is what scanAll made of a sequence of header keys: which header gives which
+// attribute, the content type or ce_datacontenttype. What scanAll makes of headers depends
+// on their keys alone (their values are only taken), so the records of a producer, which
+// repeat the same keys in the same order, are read by the plan: the keys compared, the
+// values taken.
+type scanPlan struct {
+	keys        []string      // the headers' keys, in order
+	attrs       []cevent.Attr // names and keys; values are the record's
+	from        []int         // the header of each attribute
+	h           header        // but ct and dct
+	ctAt, dctAt int
+}
+
+// planEvery is how many records are scanned in full, at most, before a plan is made
+// for the last one's keys.
+const planEvery = 16
+
+func newScanPlan(hs []kgo.RecordHeader, attrs []cevent.Attr, from []int, h header, ctAt, dctAt int) *scanPlan {
+	p := &scanPlan{keys: make([]string, len(hs)), attrs: make([]cevent.Attr, len(attrs)), from: slices.Clone(from), h: h, ctAt: ctAt, dctAt: dctAt}
+	for i := range hs {
+		p.keys[i] = strings.Clone(hs[i].Key)
+	}
+	for i, a := range attrs {
+		p.attrs[i] = cevent.Attr{Name: strings.Clone(a.Name), Key: p.keys[from[i]]}
+	}
+	p.h.ct, p.h.dct = "", ""
+	return p
+}
+
+// fits reports whether hs have the keys p is for.
+func (p *scanPlan) fits(hs []kgo.RecordHeader) bool {
+	if len(hs) != len(p.keys) {
+		return false
+	}
+	for i := range hs {
+		if hs[i].Key != p.keys[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// apply is scanAll of hs, which fit p.
+func (p *scanPlan) apply(d *decoder, hs []kgo.RecordHeader) header {
+	d.attrs = append(d.attrs[:0], p.attrs...)
+	for j, i := range p.from {
+		d.attrs[j].Value = view(hs[i].Value)
+	}
+	h := p.h
+	if p.ctAt >= 0 {
+		h.ct = view(hs[p.ctAt].Value)
+	}
+	if p.dctAt >= 0 {
+		h.dct = view(hs[p.dctAt].Value)
 	}
 	return h
 }
