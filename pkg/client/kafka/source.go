@@ -149,9 +149,14 @@ func New(cfg Config) (*Source, error) {
 
 // Client settings.
 const (
-	fetchMaxWait           = 5 * time.Second
-	fetchMaxBytes          = 16 << 20
-	fetchMaxPartitionBytes = 1 << 20
+	fetchMaxWait  = 5 * time.Second
+	fetchMaxBytes = 16 << 20
+	// fetchMaxPartitionBytes is half the Kafka default: the limit is on the compressed
+	// batches, and a fetch of several partitions of compressed JSON holds tens of
+	// megabytes of records once decompressed, which a forward reader keeps while it merges
+	// the partitions by time (three fetches' worth of records, at times). Half of it still
+	// brings thousands of records a partition a fetch, with half the memory held.
+	fetchMaxPartitionBytes = 512 << 10
 	retryTimeout           = 15 * time.Second
 	// catchUpWait bounds a page without Wait that waits for records the partitions are
 	// known to hold.
