@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -167,4 +168,22 @@ func mergeHeaders(base, over []kgo.RecordHeader) []kgo.RecordHeader {
 		}
 	}
 	return out
+}
+
+// FuzzIsStructured: isStructured decides as the media type, cut at its parameters and
+// trimmed, says, whatever the input.
+func FuzzIsStructured(f *testing.F) {
+	for _, s := range []string{"application/json", "application/cloudevents+json", " Application/CloudEvents-batch+json; charset=utf-8",
+		"\tapplication/cloudevents", "application/cloudevent;s", "\u00a0application/cloudevents", "\x01application/cloudevents", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		mt, _, _ := strings.Cut(ct, ";")
+		mt = strings.TrimSpace(mt)
+		want := len(mt) >= len("application/cloudevents") && strings.EqualFold(mt[:len("application/cloudevents")], "application/cloudevents") &&
+			!strings.ContainsFunc(mt[:len("application/cloudevents")], func(r rune) bool { return r >= utf8.RuneSelf })
+		if got := isStructured(ct); got != want {
+			t.Fatalf("isStructured(%q) = %v, want %v", ct, got, want)
+		}
+	})
 }

@@ -544,7 +544,16 @@ func cleanText(s string) string {
 	}, s)
 }
 
+// isStructured reports whether the media type ct is application/cloudevents or one of its
+// suffixes (+json, -batch+json), parameters and surrounding whitespace allowed.
 func isStructured(ct string) bool {
+	const prefix = "application/cloudevents"
+	if ct != "" && ct[0] > ' ' && ct[0] < utf8.RuneSelf {
+		// Nothing to trim before it (which the general case below decides): the type
+		// starts with the prefix or is no such type. Most records' application/json is
+		// told at its length.
+		return len(ct) >= len(prefix) && cevent.EqualFold(ct[:len(prefix)], prefix)
+	}
 	mt, _, _ := strings.Cut(ct, ";")
 	mt = strings.TrimSpace(mt)
 	return len(mt) >= len("application/cloudevents") && cevent.EqualFold(mt[:len("application/cloudevents")], "application/cloudevents")
