@@ -489,6 +489,7 @@ func parseTimeByParse(s string) (time.Time, bool) {
 // The quick path of parseTime reads what it reads as time.Parse does, to the nanosecond
 // and the location, and leaves the rest to it.
 func TestParseTimeQuick(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"2026-02-23T09:43:18.123456Z", "2026-02-23T09:43:18Z", "2024-02-29T23:59:59.999999999+14:00",
 		"2023-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-12-31T24:00:00Z", "2026-12-31T23:60:00Z", "2026-12-31T23:59:60Z",
 		"2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567891Z", "2026-01-01T00:00:00-00:00", "2026-01-01T00:00:00+24:00",
