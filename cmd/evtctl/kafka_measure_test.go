@@ -32,7 +32,9 @@ import (
 // Each iteration is a round in which every reader reads the whole topic once, one after
 // the other; the figures are medians over the rounds, the ratios the median of each
 // round's ratio. EVTCTL_KAFKA_BENCH_RECORDS (default 1000000) is the topic's records,
-// EVTCTL_KAFKA_BENCH_SIZE (default 600) a value's bytes. Run without -race:
+// EVTCTL_KAFKA_BENCH_SIZE (default 600) a value's bytes; EVTCTL_KAFKA_BENCH_BASE, the path
+// of another evtctl binary (a build of an earlier commit, say), measures it too, as
+// "base". Run without -race:
 //
 //	go test -run '^$' -bench KafkaReplay -benchtime 5x ./cmd/evtctl/
 func BenchmarkKafkaReplay(b *testing.B) {
@@ -62,6 +64,11 @@ func BenchmarkKafkaReplay(b *testing.B) {
 			cmd.Env = append(os.Environ(), "EVTCTL_TEST_KAFKA_PLAIN="+addr, "EVTCTL_TEST_KAFKA_PLAIN_N="+strconv.Itoa(n))
 			return cmd
 		}},
+	}
+	if base := os.Getenv("EVTCTL_KAFKA_BENCH_BASE"); base != "" {
+		readers = append(readers, &reader{name: "base", cmd: func() *exec.Cmd {
+			return exec.Command(base, "replay", "--node", "kafka://"+addr+"/measure", "-o", "jsonl")
+		}})
 	}
 	if p, err := exec.LookPath("kcat"); err == nil {
 		readers = append(readers, &reader{name: "kcat", cmd: func() *exec.Cmd {

@@ -153,3 +153,46 @@ func BenchmarkReferenceSDKUnmarshal(b *testing.B) {
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N*n), "cpu-ns/event")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 }
+
+// kafkaBenchAttrs are the attributes of an Open edX event as its Kafka producer sends them
+// (ce_ headers, the bare sourcehost), and kafkaBenchData its data, padded to 600 bytes.
+func kafkaBenchAttrs(i int) ([]Attr, []byte) {
+	attrs := []Attr{
+		{Name: "type", Key: "ce_type", Value: "org.openedx.learning.course.enrollment.created.v1"},
+		{Name: "id", Key: "ce_id", Value: fmt.Sprintf("b3b3981e-7544-11ea-b663-%012d", i)},
+		{Name: "source", Key: "ce_source", Value: "openedx/lms/web"},
+		{Name: "specversion", Key: "ce_specversion", Value: "1.0"},
+		{Name: "time", Key: "ce_time", Value: "2026-02-23T09:43:18.123456Z"},
+		{Name: "sourcehost", Key: "sourcehost", Value: "lms-1.example.com"},
+	}
+	v := fmt.Appendf(nil, `{"user":{"id":%d,"is_active":true},"course":{"course_key":"course-v1:edX+DemoX+Demo_Course"},"mode":"audit","pad":"`, i)
+	for len(v) < 598 {
+		v = append(v, 'x')
+	}
+	return attrs, append(v, `"}`...)
+}
+
+// BenchmarkDecodeAttrs decodes the events of one Kafka producer one after another, as a
+// reader of a topic does: the attributes repeat but for id.
+func BenchmarkDecodeAttrs(b *testing.B) {
+	const n = 64
+	attrs, data := make([][]Attr, n), make([][]byte, n)
+	for i := range n {
+		attrs[i], data[i] = kafkaBenchAttrs(i)
+	}
+	var d AttrDecoder
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(data[0])))
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	i := 0
+	for b.Loop() {
+		out, _, err := d.DecodeAppend(buf[:0], attrs[i%n], "application/json", true, data[i%n])
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = out
+		i++
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}

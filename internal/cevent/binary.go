@@ -163,6 +163,9 @@ type binaryMemo struct {
 	ct             string
 	ctParams       map[string]string // read only
 	keys           []span            // the data scanner's scratch space
+	// learn, when set, is given the text of a successful event's members but its id and
+	// time (see attrTemplate).
+	learn *attrTemplate
 }
 
 // buildBinary validates the attributes hs (in any order; hs is sorted in place) and
@@ -326,41 +329,19 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 
 	start := len(dst)
 	out := slices.Grow(dst, size)
-	out = append(out, `{"specversion":"1.0","id":`...)
-	out = appendJSONString(out, ev.ID)
-	out = append(out, `,"source":`...)
-	out = appendJSONString(out, ev.Source)
-	out = append(out, `,"type":`...)
-	out = appendJSONString(out, ev.Type)
-	if set[kSubject] {
-		out = append(out, `,"subject":`...)
-		out = appendJSONString(out, attrs[kSubject])
-	}
+	out = appendID(out, ev.ID)
+	out = appendMid(out, ev.Source, ev.Type, set[kSubject], attrs[kSubject])
 	if set[kTime] {
-		out = append(out, `,"time":`...)
-		out = appendJSONString(out, attrs[kTime])
+		out = appendTime(out, attrs[kTime])
 	}
-	if hasCT {
-		out = append(out, `,"datacontenttype":`...)
-		out = appendJSONString(out, ct)
-	}
-	if set[kDataschema] {
-		out = append(out, `,"dataschema":`...)
-		out = appendJSONString(out, attrs[kDataschema])
-	}
-	for _, x := range exts {
-		out = append(out, ',', '"')
-		out = append(out, x.name...)
-		out = append(out, '"', ':')
-		out = appendJSONString(out, x.value)
-	}
+	out = appendTail(out, ct, hasCT, set[kDataschema], attrs[kDataschema], exts)
 	if len(body) > 0 {
 		var err *Error
 		var keys *[]span
 		if memo != nil {
 			keys = &memo.keys
 		}
-		if out, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
+		if out, ev.Spaced, err = appendBinaryData(out, body, ct, hasCT, ctParams, form.ctName, keys); err != nil {
 			return nil, Event{}, err
 		}
 	}
@@ -369,7 +350,62 @@ func buildBinary(dst []byte, hs []ceHeader, ct string, hasCT bool, body []byte, 
 		return nil, Event{}, err
 	}
 	ev.JSON = out[start:len(out):len(out)]
+	if memo != nil && memo.learn != nil {
+		t := memo.learn
+		t.mid = appendMid(t.mid[:0], ev.Source, ev.Type, set[kSubject], attrs[kSubject])
+		t.tail = appendTail(t.tail[:0], ct, hasCT, set[kDataschema], attrs[kDataschema], exts)
+		t.ctParams = ctParams
+	}
 	return out, ev, nil
+}
+
+// A binary-mode event in the JSON format is, member by member: appendID, appendMid,
+// appendTime when it has a time, appendTail, then its data and a closing brace. Events of
+// one producer differ mostly in id and time: an attrTemplate keeps the rest as text.
+
+// appendID appends the start of an event: its specversion and id.
+func appendID(out []byte, id string) []byte {
+	out = append(out, `{"specversion":"1.0","id":`...)
+	return appendJSONString(out, id)
+}
+
+// appendMid appends an event's members between id and time.
+func appendMid(out []byte, source, typ string, hasSubject bool, subject string) []byte {
+	out = append(out, `,"source":`...)
+	out = appendJSONString(out, source)
+	out = append(out, `,"type":`...)
+	out = appendJSONString(out, typ)
+	if hasSubject {
+		out = append(out, `,"subject":`...)
+		out = appendJSONString(out, subject)
+	}
+	return out
+}
+
+// appendTime appends an event's time member.
+func appendTime(out []byte, t string) []byte {
+	out = append(out, `,"time":`...)
+	return appendJSONString(out, t)
+}
+
+// appendTail appends an event's members between time and data: datacontenttype,
+// dataschema and the extensions, sorted.
+func appendTail(out []byte, ct string, hasCT, hasSchema bool, schema string, exts []ceHeader) []byte {
+	if hasCT {
+		out = append(out, `,"datacontenttype":`...)
+		out = appendJSONString(out, ct)
+	}
+	if hasSchema {
+		out = append(out, `,"dataschema":`...)
+		out = appendJSONString(out, schema)
+	}
+	for _, x := range exts {
+		out = append(out, ',', '"')
+		out = append(out, x.name...)
+		out = append(out, '"', ':')
+		out = appendJSONString(out, x.value)
+	}
+	return out
 }
 
 func byNameKey(a, b ceHeader) int {
@@ -394,9 +430,10 @@ func nonEmpty(name string) func(string) *Error {
 	return func(v string) *Error { return checkNonEmpty(name, v) }
 }
 
-// appendBinaryData appends the data or data_base64 member for a binary-mode body.
-// keys, when not nil, is scratch space for the scanner that it keeps.
-func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, *Error) {
+// appendBinaryData appends the data or data_base64 member for a binary-mode body, and
+// reports whether it holds insignificant whitespace (JSON data kept as it came). keys, when
+// not nil, is scratch space for the scanner that it keeps.
+func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string]string, ctName string, keys *[]span) ([]byte, bool, *Error) {
 	mark := len(out)
 	switch {
 	case !hasCT || IsJSONMediaType(ct):
@@ -419,21 +456,21 @@ func appendBinaryData(out, body []byte, ct string, hasCT bool, params map[string
 		}
 		if err == nil {
 			if len(s.out)-start == len(body) {
-				return s.out, nil // compact already: the copy is the body
+				return s.out, false, nil // compact already: the copy is the body
 			}
-			return append(s.out[:start], body...), nil
+			return append(s.out[:start], body...), true, nil
 		}
 		if hasCT {
-			return nil, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
+			return nil, false, invalid("%s %q declares JSON, but the body is not valid JSON: %s", ctName, ct, err.Msg)
 		}
 		out = s.out[:mark] // no Content-Type and not JSON: store the bytes as they are
 	case textData(ct, params, body):
 		out = append(out, `,"data":`...)
-		return appendJSONString(out, string(body)), nil
+		return appendJSONString(out, string(body)), false, nil
 	}
 	out = append(out, `,"data_base64":"`...)
 	out = base64.StdEncoding.AppendEncode(out, body)
-	return append(out, '"'), nil
+	return append(out, '"'), false, nil
 }
 
 // IsTextData reports whether data that is not JSON, of media type ct, goes in an event's

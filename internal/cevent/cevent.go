@@ -26,6 +26,9 @@ type Event struct {
 	ID, Source, Type string
 	// Time is the time attribute in UTC, or the zero Time if the event has none.
 	Time time.Time
+	// Spaced reports that JSON holds insignificant whitespace: the JSON data of a
+	// binary-mode event, kept as it came. Otherwise JSON is compact.
+	Spaced bool
 }
 
 // Limits bounds what the decoders accept. Zero or negative fields take the

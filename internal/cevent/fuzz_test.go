@@ -45,11 +45,15 @@ func checkAccepted(t *testing.T, ev Event, lim Limits) {
 }
 
 // checkAcceptedSpaced is checkAccepted for binary mode, where a JSON body
-// is stored with its whitespace.
+// is stored with its whitespace (and Spaced says so).
 func checkAcceptedSpaced(t *testing.T, ev Event, lim Limits) {
 	t.Helper()
 	if !json.Valid(ev.JSON) {
 		t.Fatalf("stored invalid JSON %q", ev.JSON)
+	}
+	var buf bytes.Buffer
+	if compact := json.Compact(&buf, ev.JSON) == nil && bytes.Equal(buf.Bytes(), ev.JSON); ev.Spaced == compact {
+		t.Fatalf("Spaced is %v for %q", ev.Spaced, ev.JSON)
 	}
 	if len(ev.JSON) > lim.MaxEventBytes {
 		t.Fatalf("stored %d bytes, over the limit %d", len(ev.JSON), lim.MaxEventBytes)

@@ -80,13 +80,25 @@ func describeByte(c byte) string {
 func (s *scanner) skipWS() { s.pos = jsonspace.Skip(s.in, s.pos) }
 
 // skipSpace skips whitespace inside a value being copied, first flushing
-// the input not yet copied.
+// the input not yet copied. It is small enough to be inlined: compact input,
+// the common case, costs one comparison.
 func (s *scanner) skipSpace() {
-	if s.pos < len(s.in) && jsonspace.Is(s.in[s.pos]) {
-		s.out = append(s.out, s.in[s.mark:s.pos]...)
-		s.skipWS()
-		s.mark = s.pos
+	if s.pos < len(s.in) && s.in[s.pos] <= ' ' {
+		s.dropSpace()
 	}
+}
+
+// dropSpace is skipSpace where there may be whitespace. It is kept out of line, so that
+// skipSpace stays small.
+//
+//go:noinline
+func (s *scanner) dropSpace() {
+	if !jsonspace.Is(s.in[s.pos]) {
+		return
+	}
+	s.out = append(s.out, s.in[s.mark:s.pos]...)
+	s.skipWS()
+	s.mark = s.pos
 }
 
 // copyValue scans the JSON value at s.pos (whitespace already skipped) and

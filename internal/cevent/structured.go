@@ -561,12 +561,98 @@ func checkNonEmpty(name, v string) *Error {
 
 // parseTime parses an RFC 3339 timestamp and returns it in UTC.
 func parseTime(s string) (time.Time, *Error) {
+	if t, ok := parseTimeQuick(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	// time.Parse also accepts a comma before the fraction; RFC 3339 does not.
 	if err != nil || strings.IndexByte(s, ',') >= 0 {
 		return time.Time{}, invalid("attribute \"time\" is %q; it must be an RFC 3339 timestamp such as \"2006-01-02T15:04:05Z\" or \"2006-01-02T15:04:05.999+07:00\"", s)
 	}
 	return t.UTC(), nil
+}
+
+// parseTimeQuick parses the timestamps producers write, 2006-01-02T15:04:05[.999999999]
+// then Z or ±07:00, as time.Parse does with RFC3339Nano, and returns them in UTC. It
+// reports ok false for anything else, valid or not, which time.Parse then decides.
+func parseTimeQuick(s string) (t time.Time, ok bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) int { // the n digits at i, or -1
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 2), num(8, 2)
+	hour, minute, sec := num(11, 2), num(14, 2), num(17, 2)
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	if day > daysIn(month, year) {
+		return time.Time{}, false
+	}
+	i, nsec := 19, 0
+	if s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 || j-i-1 > 9 {
+			return time.Time{}, false
+		}
+		nsec = num(i+1, j-i-1)
+		for range 9 - (j - i - 1) {
+			nsec *= 10
+		}
+		i = j
+	}
+	off := 0
+	switch rest := s[i:]; {
+	case rest == "Z":
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
+		oh, om := num(i+1, 2), num(i+4, 2)
+		if oh < 0 || oh > 23 || om < 0 || om > 59 {
+			return time.Time{}, false
+		}
+		off = (oh*60 + om) * 60
+		if rest[0] == '-' {
+			off = -off
+		}
+	default:
+		return time.Time{}, false
+	}
+	secs := civilDays(year, month, day)*86400 + int64(hour*3600+minute*60+sec-off)
+	return time.Unix(secs, int64(nsec)).UTC(), true
+}
+
+// daysIn is the number of days of a month (1 to 12) of a year.
+func daysIn(month, year int) int {
+	if month == 2 {
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	}
+	return 30 + (month+month/8)%2
+}
+
+// civilDays is the number of days from 1970-01-01 to a date of the proleptic Gregorian
+// calendar, year 0 or later.
+func civilDays(year, month, day int) int64 {
+	if month <= 2 {
+		year--
+	}
+	era := (year+400)/400 - 1 // year may be -1
+	yoe := year - era*400
+	doy := (153*((month+9)%12)+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 func checkMediaType(what, s string) *Error {

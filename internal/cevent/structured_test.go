@@ -476,3 +476,59 @@ func TestDefaultMaxBatch(t *testing.T) {
 	_, err = DecodeBatch([]byte(batchOf(events...)), Limits{})
 	checkError(t, err, 413, "batch has more than 10000 events; the limit is 10000 events per batch")
 }
+
+// parseTimeByParse is parseTime without its quick path: time.Parse alone.
+func parseTimeByParse(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || strings.IndexByte(s, ',') >= 0 {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+// The quick path of parseTime reads what it reads as time.Parse does, to the nanosecond
+// and the location, and leaves the rest to it.
+func TestParseTimeQuick(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"2026-02-23T09:43:18.123456Z", "2026-02-23T09:43:18Z", "2024-02-29T23:59:59.999999999+14:00",
+		"2023-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-12-31T24:00:00Z", "2026-12-31T23:60:00Z", "2026-12-31T23:59:60Z",
+		"2026-01-01T00:00:00.Z", "2026-01-01T00:00:00.1234567891Z", "2026-01-01T00:00:00-00:00", "2026-01-01T00:00:00+24:00",
+		"2026-01-01T00:00:00+01:60", "2026-01-01t00:00:00z", "2026-01-01T00:00:00,5Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59",
+		"2026-1-01T00:00:00Z", "2026-01-01T00:00:00+0100", "2026-01-01T00:00:00.5+01:00x", "２026-01-01T00:00:00Z", ""} {
+		checkParseTimeQuick(t, s)
+	}
+	// Every day of years around the calendar's rules, at times and offsets that cross days.
+	for _, y := range []int{0, 1, 4, 100, 400, 1900, 1969, 1970, 2000, 2023, 2024, 2100, 9999} {
+		for m := 1; m <= 12; m++ {
+			for d := 1; d <= 31; d++ {
+				for _, tz := range []string{"00:00:00Z", "23:59:59.5+14:00", "00:00:01.000000001-23:59"} {
+					checkParseTimeQuick(t, fmt.Sprintf("%04d-%02d-%02dT%s", y, m, d, tz))
+				}
+			}
+		}
+	}
+	for _, s := range []string{"2026-02-23T09:43:18.123456Z", "2026-02-23T09:43:18Z", "2026-02-23T09:43:18.1-05:00"} {
+		if _, ok := parseTimeQuick(s); !ok {
+			t.Errorf("%q, as producers write times, is left to time.Parse", s)
+		}
+	}
+}
+
+func checkParseTimeQuick(t *testing.T, s string) {
+	t.Helper()
+	want, wantOK := parseTimeByParse(s)
+	got, err := parseTime(s)
+	if (err == nil) != wantOK || !got.Equal(want) || got.Location() != want.Location() {
+		t.Fatalf("parseTime(%q) = %v, %v; time.Parse: %v, %v", s, got, err, want, wantOK)
+	}
+	if q, ok := parseTimeQuick(s); ok && (!wantOK || !q.Equal(want) || q.Location() != want.Location()) {
+		t.Fatalf("parseTimeQuick(%q) = %v; time.Parse: %v, %v", s, q, want, wantOK)
+	}
+}
+
+func FuzzParseTimeQuick(f *testing.F) {
+	f.Add("2026-02-23T09:43:18.123456Z")
+	f.Add("2024-02-29T23:59:59.999999999+14:00")
+	f.Add("2026-01-01T00:00:00-00:30")
+	f.Fuzz(checkParseTimeQuick)
+}

@@ -70,6 +70,41 @@ func TestPlain(t *testing.T) {
 	}
 }
 
+// Plain stops at every byte it must, wherever it is among the words it reads (either of a
+// pair, or the tail read a byte at a time), and at nothing else.
+func TestPlainEveryByte(t *testing.T) {
+	for c := range 256 {
+		for n := 1; n <= 24; n++ {
+			for at := range n {
+				w := make([]byte, n)
+				for k := range w {
+					w[k] = 'a' + byte(k%26)
+				}
+				w[at] = byte(c)
+				want := plainByBytes(w, 0)
+				if got := Plain(w, 0); got != want {
+					t.Fatalf("Plain(%q) = %d, want %d", w, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkPlain scans a long run of plain text, as a JSON string's padding or prose.
+func BenchmarkPlain(b *testing.B) {
+	s := make([]byte, 600)
+	for i := range s {
+		s[i] = 'a' + byte(i%26)
+	}
+	s[len(s)-1] = '"'
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if Plain(s, 0) != len(s)-1 {
+			b.Fatal("stopped early")
+		}
+	}
+}
+
 func FuzzPlain(f *testing.F) {
 	f.Add([]byte(`{"id":"e-1","data":"caf\u00e9 \"q\""}`), 2)
 	f.Add([]byte("abcdefgh\x7fijklmnop\x00"), 0)

@@ -219,6 +219,9 @@ func (r *Reply) release() {
 type Item struct {
 	wire.Item
 	Raw json.RawMessage `json:"-"`
+	// Compact reports that Raw is known to hold no insignificant whitespace (its source
+	// built it so), which a renderer writing it as it is then need not check.
+	Compact bool `json:"-"`
 	// Pos is the position right after the item, where it is not the cursor (a log of
 	// partitions); see PosOf.
 	Pos string `json:"-"`

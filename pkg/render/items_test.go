@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/evtctl/evtctl/pkg/client"
@@ -33,6 +34,11 @@ func TestItemsAsItem(t *testing.T) {
 	for i, it := range items {
 		apart[i] = client.Item{Raw: append([]byte(nil), it.Raw...)}
 	}
+	// The same items, those that are compact said to be (as a source that built them says).
+	marked := slices.Clone(items)
+	for i := range marked {
+		marked[i].Compact = isCompact(string(marked[i].Raw))
+	}
 	for _, format := range []string{"jsonl", "ce"} {
 		var want, got, got2 bytes.Buffer
 		r1, _ := New(&want, Options{Format: format})
@@ -52,8 +58,14 @@ func TestItemsAsItem(t *testing.T) {
 			t.Fatal(err)
 		}
 		r3.Flush()
-		if got.String() != want.String() || got2.String() != want.String() {
-			t.Errorf("%s: Items wrote\n%s\nand apart\n%s\nItem\n%s", format, got.String(), got2.String(), want.String())
+		var got3 bytes.Buffer
+		r4, _ := New(&got3, Options{Format: format})
+		if err := r4.Items(marked); err != nil {
+			t.Fatal(err)
+		}
+		r4.Flush()
+		if got.String() != want.String() || got2.String() != want.String() || got3.String() != want.String() {
+			t.Errorf("%s: Items wrote\n%s\nand apart\n%s\nand marked compact\n%s\nItem\n%s", format, got.String(), got2.String(), got3.String(), want.String())
 		}
 	}
 }

@@ -164,7 +164,7 @@ func (r *Renderer) Items(items []client.Item) error {
 	for _, it := range items {
 		raw := it.Raw
 		n := len(raw)
-		if n == 0 || cap(raw) == n || raw[:n+1][n] != '\n' || !isCompact(bytesString(raw)) {
+		if n == 0 || cap(raw) == n || raw[:n+1][n] != '\n' || !it.Compact && !isCompact(bytesString(raw)) {
 			if err := r.writeSpan(span); err != nil {
 				return err
 			}

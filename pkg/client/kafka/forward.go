@@ -74,7 +74,7 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 	// known to hold more records but has none fetched (starved) is waited for, so that
 	// its records take their place in that order: until wctx ends, after which what is
 	// fetched is merged as it is.
-	items := make([]client.Item, 0, min(r.Max, 1024))
+	items := newItems(min(r.Max, 1024), r.Reuse)
 	mem := &arena{reuse: r.Reuse}
 	f.dec.mem = mem
 	// Without a filter every record is an item: the records are taken first, and their
@@ -148,12 +148,13 @@ func (s *Source) forwardPage(ctx context.Context, r client.PageRequest, m *match
 		items, more = f.build(later, m, items, r.Reuse)
 	}
 	p := s.forwardResult(items, gap, inRange, mem)
-	if r.Reuse && len(more) > 0 {
+	if r.Reuse {
 		p.OnRelease(func() {
 			mem.release()
 			for _, a := range more {
 				a.release()
 			}
+			releaseItems(items)
 		})
 	}
 	return p, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -101,6 +102,10 @@ func FuzzRecord(f *testing.F) {
 		if raw.Cursor != "0/7" || it.Cursor != "0/7" || raw.Event != it.Event || ev["type"] != it.Event || ev["specversion"] != "1.0" {
 			t.Fatalf("item %q", it.Raw)
 		}
+		var buf bytes.Buffer
+		if compact := json.Compact(&buf, it.Raw) == nil && bytes.Equal(buf.Bytes(), it.Raw); it.Compact != compact {
+			t.Fatalf("Compact is %v for %q", it.Compact, it.Raw)
+		}
 		m, err := compileQuery(fuzzQueries[int(qi)%len(fuzzQueries)])
 		if err != nil {
 			t.Fatal(err)
@@ -108,6 +113,77 @@ func FuzzRecord(f *testing.F) {
 		_, got := newDecoder("orders").build(r, m)
 		if want := m.q.MatchJSON(it.Data); got != want {
 			t.Fatalf("query %q: matching on headers first says %v, the event %v\n%s", m.src, got, want, it.Data)
+		}
+	})
+}
+
+// FuzzRecordAfterOthers: a decoder that has read other records of the topic (which leave
+// it what it keeps to read the next faster) makes of a record the item a new decoder
+// makes, byte for byte, whether the record is like those before it or not. The input is
+// up to three records apart by lines "---", each as FuzzRecord's input, with the headers
+// of the record before it but for those it gives.
+func FuzzRecordAfterOthers(f *testing.F) {
+	edx := "ce_type: org.openedx.learning.course.enrollment.created.v1\nce_id: b3b3-1\nce_source: openedx/lms/web\n" +
+		"ce_specversion: 1.0\nce_time: 2026-02-23T09:43:18.123456Z\nsourcehost: lms-1.example.com\ncontent-type: application/json\n\n"
+	f.Add([]byte(edx + `{"user":{"id":1}}` + "\n---\nce_id: b3b3-2\n\n" + `{"user":{"id":2}}` + "\n---\nce_id: \x01\n\n" + `{"n": 3}`))
+	f.Add([]byte(edx + `{"a":1}` + "\n---\nce_id: 2\n\n" + ` {"a": 2} ` + "\n---\nce_time: 2026-02-23T09:43:18,5Z\n\n" + `{"a":3}`))
+	f.Add([]byte(edx + `{"a":1}` + "\n---\ncontent-type: text/plain\n\nhello\n---\ncontent-type: application/json\n\n{oops"))
+	f.Add([]byte(edx + `{"a":1}` + "\n---\nce_id: \n\n{}\n---\nsourcehost: lms-2\nminorversion: 0\n\n{}"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := compileQuery("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		warm := newDecoder("orders")
+		var hs []kgo.RecordHeader
+		for i, part := range bytes.SplitN(in, []byte("\n---\n"), 3) {
+			head, value, _ := bytes.Cut(part, []byte("\n\n"))
+			var own []kgo.RecordHeader
+			for line := range bytes.SplitSeq(head, []byte("\n")) {
+				if k, v, ok := bytes.Cut(line, []byte(": ")); ok {
+					own = append(own, kgo.RecordHeader{Key: string(k), Value: v})
+				}
+			}
+			hs = mergeHeaders(hs, own)
+			r := &kgo.Record{Partition: 1, Offset: int64(i), Value: value, Headers: hs, Timestamp: time.Unix(1700000000, 0)}
+			w, wok := warm.build(r, m)
+			c, cok := newDecoder("orders").build(r, m)
+			if wok != cok || string(w.raw) != string(c.raw) || w.spaced != c.spaced || w.typ != c.typ {
+				t.Fatalf("record %d %q:\nafter others: %v %s\nalone:        %v %s", i, part, wok, w.raw, cok, c.raw)
+			}
+		}
+	})
+}
+
+// mergeHeaders is base with each header of over in place of base's of the same key, or
+// added: a record like the one before but for what it says.
+func mergeHeaders(base, over []kgo.RecordHeader) []kgo.RecordHeader {
+	out := slices.Clone(base)
+	for _, h := range over {
+		i := slices.IndexFunc(out, func(b kgo.RecordHeader) bool { return b.Key == h.Key })
+		if i < 0 {
+			out = append(out, h)
+		} else {
+			out[i] = h
+		}
+	}
+	return out
+}
+
+// FuzzIsStructured: isStructured decides as the media type, cut at its parameters and
+// trimmed, says, whatever the input.
+func FuzzIsStructured(f *testing.F) {
+	for _, s := range []string{"application/json", "application/cloudevents+json", " Application/CloudEvents-batch+json; charset=utf-8",
+		"\tapplication/cloudevents", "application/cloudevent;s", "\u00a0application/cloudevents", "\x01application/cloudevents", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ct string) {
+		mt, _, _ := strings.Cut(ct, ";")
+		mt = strings.TrimSpace(mt)
+		want := len(mt) >= len("application/cloudevents") && strings.EqualFold(mt[:len("application/cloudevents")], "application/cloudevents") &&
+			!strings.ContainsFunc(mt[:len("application/cloudevents")], func(r rune) bool { return r >= utf8.RuneSelf })
+		if got := isStructured(ct); got != want {
+			t.Fatalf("isStructured(%q) = %v, want %v", ct, got, want)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ type decoder struct {
 	source string // of events made from records
 	ad     cevent.AttrDecoder
 	attrs  []cevent.Attr
+	from   []int // the header each of attrs comes from
+	plan   *scanPlan
+	missed int    // records scanned in full since plan was made
 	doc    []byte // scratch: the attributes of a binary-mode record as a JSON object
 	types  map[string]string
 	mem    *arena // where items are made
@@ -103,27 +107,42 @@ type header struct {
 }
 
 // scan reads r's headers into d.attrs (views of the record's memory) and h.
-func (d *decoder) scan(r *kgo.Record) (h header) {
-	d.attrs = d.attrs[:0]
+func (d *decoder) scan(r *kgo.Record) header {
+	if p := d.plan; p != nil && p.fits(r.Headers) {
+		return p.apply(d, r.Headers)
+	}
+	h, ctAt, dctAt := d.scanAll(r.Headers)
+	if d.missed++; d.plan == nil || d.missed >= planEvery {
+		d.plan, d.missed = newScanPlan(r.Headers, d.attrs, d.from, h, ctAt, dctAt), 0
+	}
+	return h
+}
+
+// scanAll is scan without a plan: it also returns the indexes of the headers that give
+// h.ct and h.dct (-1 for none).
+func (d *decoder) scanAll(hs []kgo.RecordHeader) (h header, ctAt, dctAt int) {
+	d.attrs, d.from = d.attrs[:0], d.from[:0]
+	ctAt, dctAt = -1, -1
 	var bare [len(bareExtensions)]int // index+1 in r.Headers
-	for i := range r.Headers {
-		k := r.Headers[i].Key
-		v := view(r.Headers[i].Value)
+	for i := range hs {
+		k := hs[i].Key
+		v := view(hs[i].Value)
 		switch {
 		case len(k) > 3 && (k[0] == 'c' || k[0] == 'C') && (k[1] == 'e' || k[1] == 'E') && k[2] == '_':
 			h.binary = true
 			name := lowerASCII(k[3:])
 			if name == "datacontenttype" {
 				if !h.hasDCT {
-					h.dct, h.hasDCT = v, true
+					h.dct, h.hasDCT, dctAt = v, true, i
 				}
 				continue
 			}
 			d.attrs = append(d.attrs, cevent.Attr{Name: name, Key: k, Value: v})
+			d.from = append(d.from, i)
 		case cevent.EqualFold(k, "content-type"):
 			h.ctCount++
 			if !h.hasCT {
-				h.ct, h.hasCT = v, true
+				h.ct, h.hasCT, ctAt = v, true, i
 			}
 		default:
 			for j, name := range bareExtensions {
@@ -134,14 +153,73 @@ func (d *decoder) scan(r *kgo.Record) (h header) {
 		}
 	}
 	if !h.binary {
-		return h
+		return h, ctAt, dctAt
 	}
 	for j, name := range bareExtensions {
 		if bare[j] == 0 || d.hasAttr(name) {
 			continue
 		}
-		hd := &r.Headers[bare[j]-1]
+		hd := &hs[bare[j]-1]
 		d.attrs = append(d.attrs, cevent.Attr{Name: name, Key: hd.Key, Value: view(hd.Value)})
+		d.from = append(d.from, bare[j]-1)
+	}
+	return h, ctAt, dctAt
+}
+
+// A scanPlan is what scanAll made of a sequence of header keys: which header gives which
+// attribute, the content type or ce_datacontenttype. What scanAll makes of headers depends
+// on their keys alone (their values are only taken), so the records of a producer, which
+// repeat the same keys in the same order, are read by the plan: the keys compared, the
+// values taken.
+type scanPlan struct {
+	keys        []string      // the headers' keys, in order
+	attrs       []cevent.Attr // names and keys; values are the record's
+	from        []int         // the header of each attribute
+	h           header        // but ct and dct
+	ctAt, dctAt int
+}
+
+// planEvery is how many records are scanned in full, at most, before a plan is made
+// for the last one's keys.
+const planEvery = 16
+
+func newScanPlan(hs []kgo.RecordHeader, attrs []cevent.Attr, from []int, h header, ctAt, dctAt int) *scanPlan {
+	p := &scanPlan{keys: make([]string, len(hs)), attrs: make([]cevent.Attr, len(attrs)), from: slices.Clone(from), h: h, ctAt: ctAt, dctAt: dctAt}
+	for i := range hs {
+		p.keys[i] = strings.Clone(hs[i].Key)
+	}
+	for i, a := range attrs {
+		p.attrs[i] = cevent.Attr{Name: strings.Clone(a.Name), Key: p.keys[from[i]]}
+	}
+	p.h.ct, p.h.dct = "", ""
+	return p
+}
+
+// fits reports whether hs have the keys p is for.
+func (p *scanPlan) fits(hs []kgo.RecordHeader) bool {
+	if len(hs) != len(p.keys) {
+		return false
+	}
+	for i := range hs {
+		if hs[i].Key != p.keys[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// apply is scanAll of hs, which fit p.
+func (p *scanPlan) apply(d *decoder, hs []kgo.RecordHeader) header {
+	d.attrs = append(d.attrs[:0], p.attrs...)
+	for j, i := range p.from {
+		d.attrs[j].Value = view(hs[i].Value)
+	}
+	h := p.h
+	if p.ctAt >= 0 {
+		h.ct = view(hs[p.ctAt].Value)
+	}
+	if p.dctAt >= 0 {
+		h.dct = view(hs[p.dctAt].Value)
 	}
 	return h
 }
@@ -191,6 +269,7 @@ type built struct {
 	cur, ev   span   // the cursor's text and the event's JSON string in raw
 	dataStart int
 	typ       string // the event's type; "" if ev's JSON string holds no escape (take it from raw)
+	spaced    bool   // raw holds insignificant whitespace (JSON data as the record has it)
 }
 
 // build makes the item of record r, or reports ok false when m rejects its event.
@@ -240,7 +319,7 @@ func (d *decoder) build(r *kgo.Record, m *matcher) (it built, ok bool) {
 		}
 		out = append(out, '}', '\n')
 		d.mem.took(out)
-		it = built{raw: lineRaw(out), cur: cur, ev: ev, dataStart: start}
+		it = built{raw: lineRaw(out), cur: cur, ev: ev, dataStart: start, spaced: e.Spaced}
 		it.typ = d.intern(typ, out[ev.start:ev.end])
 		return it, true
 	case looksStructured(r.Value) && (!hasCT || cevent.IsJSONMediaType(ct)):
@@ -286,14 +365,14 @@ func (d *decoder) structured(r *kgo.Record, m *matcher, h header) (built, bool) 
 	b = append(b, ev.JSON...)
 	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start, spaced: ev.Spaced}
 	it.typ = d.intern(ev.Type, b[evs.start:evs.end])
 	return it, true
 }
 
 // wrap makes the event of a record that is no CloudEvent (see the top of this file).
 func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
-	js := d.wrapEvent(r, why)
+	js, spaced := d.wrapEvent(r, why)
 	if !m.all && !m.q.MatchJSON(js) {
 		return built{}, false
 	}
@@ -302,13 +381,14 @@ func (d *decoder) wrap(r *kgo.Record, m *matcher, why string) (built, bool) {
 	b = append(b, js...)
 	b = append(b, '}', '\n')
 	d.mem.took(b)
-	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start}
+	it := built{raw: lineRaw(b), cur: cur, ev: evs, dataStart: start, spaced: spaced}
 	it.typ = d.intern(d.topic, b[evs.start:evs.end])
 	return it, true
 }
 
-// wrapEvent is the CloudEvent made from record r, in the JSON format.
-func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
+// wrapEvent is the CloudEvent made from record r, in the JSON format, and whether it holds
+// insignificant whitespace (the record's JSON value as it is).
+func (d *decoder) wrapEvent(r *kgo.Record, why string) ([]byte, bool) {
 	attrs := d.wrapAttrs(r, why)
 	ct, hasCT := "", false
 	for _, h := range r.Headers {
@@ -342,9 +422,9 @@ func (d *decoder) wrapEvent(r *kgo.Record, why string) []byte {
 		b = cevent.AppendJSONString(b, d.topic)
 		b = append(b, `,"notcloudevent":`...)
 		b = appendJSONClean(b, cleanText(err.Error()))
-		return append(b, '}')
+		return append(b, '}'), false
 	}
-	return ev.JSON
+	return ev.JSON, ev.Spaced
 }
 
 // wrapAttrs are the attributes of the event made from r.
@@ -464,7 +544,16 @@ func cleanText(s string) string {
 	}, s)
 }
 
+// isStructured reports whether the media type ct is application/cloudevents or one of its
+// suffixes (+json, -batch+json), parameters and surrounding whitespace allowed.
 func isStructured(ct string) bool {
+	const prefix = "application/cloudevents"
+	if ct != "" && ct[0] > ' ' && ct[0] < utf8.RuneSelf {
+		// Nothing to trim before it (which the general case below decides): the type
+		// starts with the prefix or is no such type. Most records' application/json is
+		// told at its length.
+		return len(ct) >= len(prefix) && cevent.EqualFold(ct[:len(prefix)], prefix)
+	}
 	mt, _, _ := strings.Cut(ct, ";")
 	mt = strings.TrimSpace(mt)
 	return len(mt) >= len("application/cloudevents") && cevent.EqualFold(mt[:len("application/cloudevents")], "application/cloudevents")

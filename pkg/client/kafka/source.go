@@ -149,9 +149,14 @@ func New(cfg Config) (*Source, error) {
 
 // Client settings.
 const (
-	fetchMaxWait           = 5 * time.Second
-	fetchMaxBytes          = 16 << 20
-	fetchMaxPartitionBytes = 1 << 20
+	fetchMaxWait  = 5 * time.Second
+	fetchMaxBytes = 16 << 20
+	// fetchMaxPartitionBytes is half the Kafka default: the limit is on the compressed
+	// batches, and a fetch of several partitions of compressed JSON holds tens of
+	// megabytes of records once decompressed, which a forward reader keeps while it merges
+	// the partitions by time (three fetches' worth of records, at times). Half of it still
+	// brings thousands of records a partition a fetch, with half the memory held.
+	fetchMaxPartitionBytes = 512 << 10
 	retryTimeout           = 15 * time.Second
 	// catchUpWait bounds a page without Wait that waits for records the partitions are
 	// known to hold.
@@ -470,8 +475,9 @@ func itemOf(b built, pos string) client.Item {
 			Data:   raw[b.dataStart : len(raw)-1 : len(raw)-1],
 			Event:  b.typ,
 		},
-		Raw: raw,
-		Pos: pos,
+		Raw:     raw,
+		Pos:     pos,
+		Compact: !b.spaced,
 	}
 	if it.Event == "" && b.ev.end-b.ev.start > 2 {
 		it.Event = unsafe.String(&raw[b.ev.start+1], b.ev.end-b.ev.start-2)
@@ -528,6 +534,33 @@ func (a *arena) text(p []int64) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// itemSlices are pages' item slices, with reuse: a page of a thousand items is a slice
+// of over a hundred kilobytes, made for every page otherwise.
+var itemSlices = sync.Pool{New: func() any { return new([]client.Item) }}
+
+// maxPooledItems bounds the slices kept.
+const maxPooledItems = 4096
+
+// newItems returns an empty slice of items with room for n, from the pool with reuse.
+func newItems(n int, reuse bool) []client.Item {
+	if reuse {
+		if s := *itemSlices.Get().(*[]client.Item); cap(s) >= n {
+			return s[:0]
+		}
+	}
+	return make([]client.Item, 0, n)
+}
+
+// releaseItems gives a page's item slice back to the pool, holding nothing.
+func releaseItems(s []client.Item) {
+	if cap(s) == 0 || cap(s) > maxPooledItems {
+		return
+	}
+	clear(s[:cap(s)])
+	s = s[:0]
+	itemSlices.Put(&s)
 }
 
 // release gives pooled chunks back.
