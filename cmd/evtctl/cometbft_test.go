@@ -482,7 +482,30 @@ func testChainTUI(t *testing.T, node *cometbfttest.Node) {
 	if _, err := node.SendTxs(ctx, "tui", 3); err != nil {
 		t.Fatal(err)
 	}
+	// The UI follows the head, where empty blocks come every half second: a transaction
+	// every 300 ms while it runs keeps both kinds of item on its screen, whatever else is
+	// sent to the chain meanwhile.
+	feed, stopFeed := context.WithCancel(ctx)
+	var fed sync.WaitGroup
+	fed.Add(1)
+	go func() {
+		defer fed.Done()
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-feed.Done():
+				return
+			case <-tick.C:
+			}
+			if err := node.BroadcastAsync(feed, []string{fmt.Sprintf("tuifeed%d=v%d", i, i)}, 1); err != nil && feed.Err() == nil {
+				t.Logf("sending a transaction while the UI runs: %v", err)
+			}
+		}
+	}()
 	work := runTmuxScript(t, "cometbft_tui.sh", "EVTCTL_NODE="+node.URL)
+	stopFeed()
+	fed.Wait()
 	b, err := os.ReadFile(filepath.Join(work, "screen.txt"))
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,10 @@ until [ "$(selected)" != "$before" ]; do
 	[ "$i" -lt 400 ] || fail "the list stayed at $before"
 	sleep 0.05
 done
-# The list follows the head, and other scripts send bursts of transactions to the same
-# chain that can fill the screen for a moment: the screen is kept once it shows both kinds
-# of item (the test checks it, and reports what it showed if that never came).
+# The list follows the head, where empty blocks or another test's burst of transactions can
+# fill the screen for a moment (the test sends a transaction every 300 ms meanwhile): the
+# screen is kept once it shows both kinds of item (the test checks it, and reports what it
+# showed if that never came).
 i=0
 while :; do
 	screen >"$WORK/screen.txt"
