@@ -37,7 +37,13 @@ func startServeEnv(t *testing.T, env []string, args ...string) (*exec.Cmd, strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("node %v's stderr:\n%s", args, stderr.String())
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, err := os.ReadFile(addrFile)

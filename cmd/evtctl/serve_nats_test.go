@@ -502,7 +502,14 @@ func failStreamLeader(t *testing.T, url, stream, how string, fail func(name stri
 	natstest.WaitUntil(t, 40*time.Second, "300 more events are acknowledged after the leader failed", func() bool { return p.n.Load() >= failedAt+300 })
 	p.halt()
 	acked := p.acked
-	natstest.WaitUntil(t, 30*time.Second, "the tail has every acknowledged event", func() bool { return len(readTail(t, out)) >= len(acked) })
+	// Should the tail not catch up, say whether the node it follows has the events (a tail
+	// that stopped asking) or not (a node whose reads stalled).
+	for deadline := time.Now().Add(30 * time.Second); len(readTail(t, out)) < len(acked); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("within 30s the tail wrote %d of the %d acknowledged events; a replay from the node it follows holds %d, from the other %d",
+				len(readTail(t, out)), len(acked), len(replayAll(t, b)), len(replayAll(t, a)))
+		}
+	}
 
 	checkOnce(t, "a replay from the first node", replayAll(t, a), acked)
 	checkOnce(t, "a replay from the second node", replayAll(t, b), acked)
