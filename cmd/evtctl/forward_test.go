@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,7 +280,11 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	fmt.Fprintf(ts.Stdout(), "%d events delivered, %d repeats\n", len(ok), dups)
 	if len(ok) != want {
-		ts.Fatalf("%d distinct events delivered, want %d", len(ok), want)
+		ids := slices.Sorted(maps.Keys(ok))
+		if len(ids) > 20 {
+			ids = append(ids[:20], "…")
+		}
+		ts.Fatalf("%d distinct events delivered, want %d: %s", len(ok), want, strings.Join(ids, " "))
 	}
 	if dups > maxDup {
 		ts.Fatalf("%d repeated deliveries, want at most %d", dups, maxDup)
