@@ -167,23 +167,11 @@ func (p *Parker) Off() bool { return p.off.Load() }
 // from now on, and long-polls wait in their requests' goroutines.
 func (p *Parker) fail(err error) {
 	p.log.Error("long-polls wait in the HTTP server from now on: watching their connections failed", "err", err)
-	var waits, idles []*conn
 	p.mu.Lock()
 	p.failed = true
 	p.off.Store(true)
 	_ = p.poll.Close()
-	for ch, wl := range p.lists {
-		waits = p.takeListLocked(wl, waits)
-		delete(p.lists, ch)
-		close(wl.gone)
-	}
-	for _, pc := range p.conns {
-		if pc != nil && pc.state == connIdle {
-			p.dl.remove(pc)
-			pc.state = connBusy
-			idles = append(idles, pc)
-		}
-	}
+	waits, idles := p.takeAllLocked()
 	p.mu.Unlock()
 	for _, pc := range idles {
 		b := pc.buf
@@ -199,7 +187,6 @@ func (p *Parker) fail(err error) {
 // read it; or when ctx ends first (a read of the log holding a worker up), with its error.
 // Calls after the first return at once.
 func (p *Parker) Shutdown(ctx context.Context) error {
-	var waits, idles []*conn
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -207,18 +194,7 @@ func (p *Parker) Shutdown(ctx context.Context) error {
 	}
 	p.closed = true
 	p.closing.Store(true)
-	for ch, wl := range p.lists {
-		waits = p.takeListLocked(wl, waits)
-		delete(p.lists, ch)
-		close(wl.gone)
-	}
-	for _, pc := range p.conns {
-		if pc != nil && pc.state == connIdle {
-			p.dl.remove(pc)
-			pc.state = connBusy
-			idles = append(idles, pc)
-		}
-	}
+	waits, idles := p.takeAllLocked()
 	p.checkDrainedLocked()
 	p.mu.Unlock()
 	for _, pc := range idles {
@@ -237,4 +213,23 @@ func (p *Parker) Shutdown(ctx context.Context) error {
 	p.tasks.close()
 	p.cancel()
 	return err
+}
+
+// takeAllLocked ends every wait list, taking its calls (waits), and takes every idle
+// connection off its deadline (idles), both now busy: what failing and shutting down answer
+// and close. p.mu is held.
+func (p *Parker) takeAllLocked() (waits, idles []*conn) {
+	for ch, wl := range p.lists {
+		waits = p.takeListLocked(wl, waits)
+		delete(p.lists, ch)
+		close(wl.gone)
+	}
+	for _, pc := range p.conns {
+		if pc != nil && pc.state == connIdle {
+			p.dl.remove(pc)
+			pc.state = connBusy
+			idles = append(idles, pc)
+		}
+	}
+	return waits, idles
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/evtctl/evtctl/internal/retry"
 	"github.com/evtctl/evtctl/pkg/client"
 )
 
@@ -216,7 +217,7 @@ func (s *Source) fetchRange(ctx context.Context, td kadm.TopicDetail, want map[i
 		if _, leaderless := byLeader[-1]; leaderless {
 			delete(byLeader, -1)
 			if len(byLeader) == 0 {
-				if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+				if err := retry.Sleep(ctx, 250*time.Millisecond); err != nil {
 					return nil, err
 				}
 				continue
@@ -323,15 +324,4 @@ func keys(m map[int32]int64) []int32 {
 		out = append(out, k)
 	}
 	return out
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
