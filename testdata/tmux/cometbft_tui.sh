@@ -45,14 +45,7 @@ while :; do
 	sleep 0.05
 done
 
-t send-keys -t ui q
-i=0
-until [ -s "$WORK/status" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
-	sleep 0.05
-done
-grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+quit_ok
 # What the terminal shows once the UI has given it back.
 screen >"$WORK/after.txt"
 t kill-server

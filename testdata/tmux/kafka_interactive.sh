@@ -34,13 +34,6 @@ wait_for " seed-1 "
 t send-keys -t ui End
 wait_for "followed-1"
 
-t send-keys -t ui q
-i=0
-until [ -s "$WORK/status" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
-	sleep 0.05
-done
-grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+quit_ok
 t kill-server
 echo ok

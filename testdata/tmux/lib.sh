@@ -42,3 +42,16 @@ wait_gone() {
 		sleep 0.05
 	done
 }
+# quit_ok [WHAT]: press q, wait (up to 10 s) until the command's exit status is written to
+# $WORK/status, and fail unless it is 0. WHAT names the command in a failure (evtctl).
+quit_ok() {
+	what=${1:-evtctl}
+	t send-keys -t ui q
+	i=0
+	until [ -s "$WORK/status" ]; do
+		i=$((i + 1))
+		[ "$i" -lt 200 ] || fail "$what did not exit after q"
+		sleep 0.05
+	done
+	grep -qx "exit=0" "$WORK/status" || fail "$what exited with $(cat "$WORK/status")"
+}

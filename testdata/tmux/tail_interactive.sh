@@ -91,14 +91,7 @@ screen | head -n 1 | grep -q "TIME.*TYPE" || fail "the first line is not the lis
 screen | tail -n 2 | grep -qF "● LIVE" || fail "the status bar is not at the bottom"
 
 # q ends with status 0 and gives the terminal back: main screen, cursor shown.
-t send-keys -t ui q
-i=0
-until [ -s "$WORK/status" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
-	sleep 0.05
-done
-grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+quit_ok
 [ "$(t display -p -t ui '#{alternate_on}')" = 0 ] || fail "the terminal was left in the alternate screen"
 [ "$(t display -p -t ui '#{cursor_flag}')" = 1 ] || fail "the cursor was left hidden"
 [ "$(t display -p -t ui '#{mouse_any_flag}')" = 0 ] || fail "mouse reporting was left on"

@@ -35,13 +35,6 @@ t send-keys -t ui -N 80 PageUp
 wait_for "· no older events on the node ·"
 wait_for '"id": "seed-1",'
 
-t send-keys -t ui q
-i=0
-until [ -s "$WORK/status" ]; do
-	i=$((i + 1))
-	[ "$i" -lt 200 ] || fail "evtctl did not exit after q"
-	sleep 0.05
-done
-grep -qx "exit=0" "$WORK/status" || fail "evtctl exited with $(cat "$WORK/status")"
+quit_ok
 t kill-server
 echo ok
