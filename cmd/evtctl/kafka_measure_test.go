@@ -38,8 +38,8 @@ import (
 //
 //	go test -run '^$' -bench KafkaReplay -benchtime 5x ./cmd/evtctl/
 func BenchmarkKafkaReplay(b *testing.B) {
-	n := benchEnv(b, "EVTCTL_KAFKA_BENCH_RECORDS", 1_000_000)
-	size := benchEnv(b, "EVTCTL_KAFKA_BENCH_SIZE", 600)
+	n := kafkatest.Env(b, "EVTCTL_KAFKA_BENCH_RECORDS", 1_000_000)
+	size := kafkatest.Env(b, "EVTCTL_KAFKA_BENCH_SIZE", 600)
 	dir, err := cliBin()
 	if err != nil || dir == "" {
 		b.Skipf("no evtctl binary to measure (%v)", err)
@@ -190,16 +190,4 @@ func kafkaPlainReader(addr string) int {
 		return 1
 	}
 	return 0
-}
-
-func benchEnv(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: a positive number is wanted", name, v)
-	}
-	return n
 }

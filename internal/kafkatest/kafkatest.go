@@ -5,6 +5,9 @@ package kafkatest
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -101,4 +104,19 @@ func ConsumePlain(ctx context.Context, addr, topic string, n, parts int, write f
 		})
 	}
 	return nil
+}
+
+// Env is the positive number in the environment variable name of a measurement
+// (EVTCTL_KAFKA_BENCH_RECORDS, say), or def when it is not set; anything else fails b.
+func Env(b testing.TB, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: a positive number is wanted", name, v)
+	}
+	return n
 }

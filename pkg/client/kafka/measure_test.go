@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 
@@ -34,9 +32,9 @@ import (
 //
 //	go test -run '^$' -bench 'Read/evtctl' -benchtime 3x -cpuprofile cpu.out ./pkg/client/kafka/
 func BenchmarkRead(b *testing.B) {
-	n := envInt(b, "EVTCTL_KAFKA_BENCH_RECORDS", 200_000)
-	size := envInt(b, "EVTCTL_KAFKA_BENCH_SIZE", 600)
-	pageMax := envInt(b, "EVTCTL_KAFKA_BENCH_PAGE", 1000)
+	n := kafkatest.Env(b, "EVTCTL_KAFKA_BENCH_RECORDS", 200_000)
+	size := kafkatest.Env(b, "EVTCTL_KAFKA_BENCH_SIZE", 600)
+	pageMax := kafkatest.Env(b, "EVTCTL_KAFKA_BENCH_PAGE", 1000)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "measure"))
 	if err != nil {
 		b.Fatal(err)
@@ -68,18 +66,6 @@ func BenchmarkRead(b *testing.B) {
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(n)/float64(b.N), "cpu-ns/record")
 		})
 	}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: a positive number is wanted", name, v)
-	}
-	return n
 }
 
 // readEvtctl reads the topic from its start in forward pages and renders each item as a
