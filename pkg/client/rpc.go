@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +25,7 @@ import (
 	"github.com/evtctl/evtctl/internal/jsonspace"
 	"github.com/evtctl/evtctl/internal/peer"
 	"github.com/evtctl/evtctl/internal/retry"
+	"github.com/evtctl/evtctl/internal/tlsfiles"
 	"github.com/evtctl/evtctl/pkg/cursor"
 	"github.com/evtctl/evtctl/pkg/filter"
 	"github.com/evtctl/evtctl/pkg/wire"
@@ -126,22 +125,7 @@ func TLSConfig(caFile string, insecure bool) (*tls.Config, error) {
 	if caFile == "" && !insecure {
 		return nil, nil
 	}
-	cfg := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the user asked for it
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("CA file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", caFile)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
+	return tlsfiles.Files{CAFile: caFile, Insecure: insecure}.Config()
 }
 
 // NormalizeNode turns a node address into a base URL without a trailing slash.
