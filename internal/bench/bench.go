@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/evtctl/evtctl/internal/eventlog"
@@ -248,4 +249,29 @@ func newTransport(t Target, conns int) (*http.Transport, error) {
 // interrupted reports whether err is only the run's context ending.
 func interrupted(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ctx.Err()))
+}
+
+// notifier tells waiters that something changed: changed returns a channel that signal
+// closes (and replaces). The zero value is ready to use.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *notifier) signal() {
+	n.mu.Lock()
+	if n.ch != nil {
+		close(n.ch)
+	}
+	n.ch = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *notifier) changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
 }

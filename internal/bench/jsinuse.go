@@ -63,32 +63,18 @@ type activity struct {
 	g        *errgroup.Group
 	tailed   atomic.Int64 // events the tail received
 	replayed atomic.Int64 // recent replays done
-	mu       sync.Mutex
-	more     chan struct{} // closed and replaced when the tail receives events, or a replay is done
+	notifier              // signalled when the tail receives events, or a replay is done
 }
 
 func newActivity(ctx context.Context) (*activity, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(ctx)
-	return &activity{ctx: gctx, cancel: cancel, g: g, more: make(chan struct{})}, gctx
+	return &activity{ctx: gctx, cancel: cancel, g: g}, gctx
 }
 
 func (a *activity) received(n int) {
 	a.tailed.Add(int64(n))
 	a.signal()
-}
-
-func (a *activity) signal() {
-	a.mu.Lock()
-	close(a.more)
-	a.more = make(chan struct{})
-	a.mu.Unlock()
-}
-
-func (a *activity) changed() <-chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.more
 }
 
 // replays runs fn each time the tail has received every more events, one after another,

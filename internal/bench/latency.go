@@ -312,12 +312,11 @@ type tracker struct {
 	cursor         []string
 	acks, received atomic.Int64
 	dups           atomic.Int64
-	mu             sync.Mutex
-	ch             chan struct{}
+	notifier       // signalled as appends are acknowledged and items received
 }
 
 func newTracker(n int) *tracker {
-	return &tracker{sent: make([]atomic.Int64, n+1), ack: make([]atomic.Int64, n+1), recv: make([]atomic.Int64, n+1), cursor: make([]string, n+1), ch: make(chan struct{})}
+	return &tracker{sent: make([]atomic.Int64, n+1), ack: make([]atomic.Int64, n+1), recv: make([]atomic.Int64, n+1), cursor: make([]string, n+1)}
 }
 
 func (t *tracker) acked(seq uint64, sent, at time.Time) {
@@ -347,17 +346,4 @@ func (t *tracker) received1(seq uint64, at time.Time) bool {
 // missing is how many acknowledged events the tail has not received.
 func (t *tracker) missing() int64 {
 	return t.acks.Load() - t.received.Load()
-}
-
-func (t *tracker) signal() {
-	t.mu.Lock()
-	close(t.ch)
-	t.ch = make(chan struct{})
-	t.mu.Unlock()
-}
-
-func (t *tracker) changed() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ch
 }
